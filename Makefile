@@ -1,0 +1,38 @@
+# Quick start: `make sandbox` and `make test`. Everything installs into .venv from this project's files.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed
+
+.PHONY: test lint typecheck unit sandbox image-check bench clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check agent bootstrap tests bench
+	$(BIN)/ruff format --check agent bootstrap tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest
+
+test: lint typecheck image-check unit
+
+image-check: $(STAMP)
+	$(BIN)/python -m tests.image_check
+
+sandbox: $(STAMP)
+	$(BIN)/python -m agent.testing.sandbox $(ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.emulator_throughput
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build .sandbox .image-check

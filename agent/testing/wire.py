@@ -1,0 +1,77 @@
+"""Framework-neutral request and response types of the emulator's request chain.
+
+Both fronts (the aiohttp HTTPS server and the in-process httpx transport) translate
+to and from these, so that authentication, authorization, faults, accounting and
+the REST handlers are written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    """An authenticated identity, as kube-apiserver's user.Info."""
+
+    name: str
+    groups: tuple[str, ...] = ()
+    uid: str = ""
+    extra: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"username": self.name, "groups": list(self.groups)}
+        if self.uid:
+            out["uid"] = self.uid
+        if self.extra:
+            out["extra"] = {k: list(v) for k, v in self.extra.items()}
+        return out
+
+
+SYSTEM_ADMIN = UserInfo("system:apiserver", ("system:masters", "system:authenticated"))
+
+
+@dataclass
+class ApiRequest:
+    method: str
+    path: str
+    query: dict[str, list[str]] = field(default_factory=dict)
+    # Header names are lower-case.
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    # DER of the TLS client certificate, when one was presented and verified against the CA.
+    peer_cert_der: bytes | None = None
+    remote: str = ""
+    # Filled in by the authentication step.
+    user: UserInfo | None = None
+
+    @classmethod
+    def from_target(cls, method: str, target: str, **kw: Any) -> ApiRequest:
+        path, _, qs = target.partition("?")
+        return cls(
+            method=method.upper(), path=path, query=parse_qs(qs, keep_blank_values=True), **kw
+        )
+
+    def param(self, name: str, default: str | None = None) -> str | None:
+        values = self.query.get(name)
+        return values[-1] if values else default
+
+    def flag(self, name: str) -> bool:
+        value = self.param(name)
+        return value is not None and value.lower() in ("true", "1", "")
+
+    @property
+    def content_type(self) -> str:
+        return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+@dataclass
+class ApiResponse:
+    status: int
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    # A streaming body (watch): each chunk is written and flushed as it comes.
+    stream: AsyncIterator[bytes] | None = None
