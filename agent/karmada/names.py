@@ -1,0 +1,148 @@
+"""Karmada's well-known names: labels, annotations, finalizers, namespaces, reasons.
+
+Every string here is part of the contract with the Karmada control plane and other
+Karmada tooling; a change breaks drop-in compatibility with upstream karmada-agent.
+"""
+
+from __future__ import annotations
+
+# API groups and versions
+CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"
+CLUSTER_GROUP = "cluster.karmada.io"
+WORK_API_VERSION = "work.karmada.io/v1alpha1"
+WORK_GROUP = "work.karmada.io"
+
+# Namespaces on the control plane
+EXECUTION_SPACE_PREFIX = "karmada-es-"
+CLUSTER_LEASE_NAMESPACE = "karmada-cluster"  # fixed, not --cluster-namespace
+DEFAULT_CLUSTER_NAMESPACE = "karmada-cluster"
+DEFAULT_AGENT_NAMESPACE = "karmada-system"
+
+# Labels
+MANAGED_LABEL = "karmada.io/managed"
+SYSTEM_LABEL = "karmada.io/system"
+WORK_PERMANENT_ID_LABEL = "work.karmada.io/permanent-id"
+BINDING_PERMANENT_ID_LABEL = "resourcebinding.karmada.io/permanent-id"
+CLUSTER_BINDING_PERMANENT_ID_LABEL = "clusterresourcebinding.karmada.io/permanent-id"
+PROPAGATION_POLICY_PERMANENT_ID_LABEL = "propagationpolicy.karmada.io/permanent-id"
+CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL = "clusterpropagationpolicy.karmada.io/permanent-id"
+RETAIN_REPLICAS_LABEL = "resourcetemplate.karmada.io/retain-replicas"
+
+# Annotations
+WORK_NAMESPACE_ANNOTATION = "work.karmada.io/namespace"
+WORK_NAME_ANNOTATION = "work.karmada.io/name"
+CONFLICT_RESOLUTION_ANNOTATION = "work.karmada.io/conflict-resolution"
+CONFLICT_OVERWRITE = "overwrite"
+RESOURCE_TEMPLATE_UID_ANNOTATION = "resourcetemplate.karmada.io/uid"
+RESOURCE_TEMPLATE_GENERATION_ANNOTATION = "resourcetemplate.karmada.io/generation"
+MANAGED_LABELS_ANNOTATION = "resourcetemplate.karmada.io/managed-labels"
+MANAGED_ANNOTATIONS_ANNOTATION = "resourcetemplate.karmada.io/managed-annotations"
+BINDING_NAMESPACE_ANNOTATION = "resourcebinding.karmada.io/namespace"
+BINDING_NAME_ANNOTATION = "resourcebinding.karmada.io/name"
+CLUSTER_BINDING_NAME_ANNOTATION = "clusterresourcebinding.karmada.io/name"
+PROPAGATION_POLICY_NAMESPACE_ANNOTATION = "propagationpolicy.karmada.io/namespace"
+PROPAGATION_POLICY_NAME_ANNOTATION = "propagationpolicy.karmada.io/name"
+CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION = "clusterpropagationpolicy.karmada.io/name"
+
+# Finalizers
+EXECUTION_CONTROLLER_FINALIZER = "karmada.io/execution-controller"
+CLUSTER_CONTROLLER_FINALIZER = "karmada.io/cluster-controller"
+
+# Condition types
+CONDITION_READY = "Ready"
+CONDITION_COMPLETE_API_ENABLEMENTS = "CompleteAPIEnablements"
+WORK_APPLIED = "Applied"
+WORK_DISPATCHING = "Dispatching"
+
+# Reasons
+REASON_CLUSTER_READY = "ClusterReady"
+REASON_CLUSTER_NOT_READY = "ClusterNotReady"
+REASON_CLUSTER_NOT_REACHABLE = "ClusterNotReachable"
+REASON_STATUS_COLLECTION_FAILED = "StatusCollectionFailed"
+REASON_API_ENABLEMENTS_COMPLETE = "Complete"
+REASON_API_ENABLEMENTS_PARTIAL = "Partial"
+REASON_API_ENABLEMENTS_EMPTY = "Empty"
+REASON_APPLIED_SUCCESSFUL = "AppliedSuccessful"
+REASON_APPLIED_FAILED = "AppliedFailed"
+REASON_DISPATCHING = "Dispatching"
+REASON_SUSPEND_DISPATCHING = "SuspendDispatching"
+
+# Event reasons
+EVENT_WORK_DISPATCHING = "WorkDispatching"
+EVENT_SYNC_SUCCEED = "SyncSucceed"
+EVENT_SYNC_FAILED = "SyncFailed"
+EVENT_REFLECT_STATUS_SUCCEED = "ReflectStatusSucceed"
+EVENT_REFLECT_STATUS_FAILED = "ReflectStatusFailed"
+EVENT_INTERPRET_HEALTH_SUCCEED = "InterpretHealthSucceed"
+EVENT_INTERPRET_HEALTH_FAILED = "InterpretHealthFailed"
+
+# Health values in Work.status.manifestStatuses[].health
+HEALTHY = "Healthy"
+UNHEALTHY = "Unhealthy"
+UNKNOWN = "Unknown"
+
+# Labels and annotations stripped from member objects when a Work is deleted with
+# preserveResourcesOnDeletion, so that they are no longer recognised as Karmada's.
+MANAGED_RESOURCE_LABELS = (
+    BINDING_PERMANENT_ID_LABEL,
+    CLUSTER_BINDING_PERMANENT_ID_LABEL,
+    WORK_PERMANENT_ID_LABEL,
+    MANAGED_LABEL,
+    PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+    CLUSTER_PROPAGATION_POLICY_PERMANENT_ID_LABEL,
+)
+MANAGED_RESOURCE_ANNOTATIONS = (
+    MANAGED_ANNOTATIONS_ANNOTATION,
+    MANAGED_LABELS_ANNOTATION,
+    BINDING_NAMESPACE_ANNOTATION,
+    BINDING_NAME_ANNOTATION,
+    CLUSTER_BINDING_NAME_ANNOTATION,
+    RESOURCE_TEMPLATE_UID_ANNOTATION,
+    RESOURCE_TEMPLATE_GENERATION_ANNOTATION,
+    WORK_NAME_ANNOTATION,
+    WORK_NAMESPACE_ANNOTATION,
+    PROPAGATION_POLICY_NAMESPACE_ANNOTATION,
+    PROPAGATION_POLICY_NAME_ANNOTATION,
+    CLUSTER_PROPAGATION_POLICY_NAME_ANNOTATION,
+)
+
+
+def execution_namespace(cluster: str) -> str:
+    return EXECUTION_SPACE_PREFIX + cluster
+
+
+def cluster_of_execution_namespace(namespace: str) -> str | None:
+    if namespace.startswith(EXECUTION_SPACE_PREFIX):
+        return namespace[len(EXECUTION_SPACE_PREFIX) :]
+    return None
+
+
+def leader_election_id(cluster: str) -> str:
+    return f"karmada-agent-{cluster}"
+
+
+def agent_user(cluster: str) -> str:
+    return f"system:karmada:agent:{cluster}"
+
+
+AGENT_GROUP = "system:karmada:agents"
+AGENT_USER_PREFIX = "system:karmada:agent:"
+
+_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _fnv1a_32(data: bytes) -> int:
+    h = 0x811C9DC5
+    for byte in data:
+        h ^= byte
+        h = (h * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def generate_work_name(kind: str, name: str, namespace: str) -> str:
+    """The Work name the control plane derives for an object (upstream names.GenerateWorkName)."""
+    name = name.replace(":", ".").lower()
+    key = f"{namespace}-{name}-{kind}" if namespace else f"{name}-{kind}"
+    digest = str(_fnv1a_32(key.lower().encode()))
+    suffix = "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in digest)
+    return f"{name}-{suffix}"
