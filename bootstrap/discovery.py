@@ -1,0 +1,134 @@
+"""Trust on first use, done safely: verify cluster-info and pin the control plane's CA.
+
+`kube-public/cluster-info` holds a kubeconfig and, per bootstrap token, a detached
+JWS (`jws-kubeconfig-<token id>`): HS256 over the exact kubeconfig text, keyed by
+the token's secret. A valid signature proves the kubeconfig came from someone who
+knows the token; the CA hash pin (SHA-256 of the CA's SubjectPublicKeyInfo) proves
+the CA is the one the administrator meant.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from .tokens import BootstrapToken
+
+PIN_PATTERN = re.compile(r"^sha256:([0-9a-f]{64})$")
+
+
+class DiscoveryError(Exception):
+    """Discovery refused the control plane; nothing may be written."""
+
+
+def _b64url_decode(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def sign_detached(content: str, token: BootstrapToken) -> str:
+    """The detached JWS a bootstrap signer would publish (used by tests and the emulator's peer)."""
+    header = _b64url(json.dumps({"alg": "HS256", "kid": token.id}, separators=(",", ":")).encode())
+    signing_input = f"{header}.{_b64url(content.encode())}".encode()
+    signature = hmac.new(token.secret.encode(), signing_input, hashlib.sha256).digest()
+    return f"{header}..{_b64url(signature)}"
+
+
+def verify_detached(content: str, jws: str, token: BootstrapToken) -> None:
+    parts = jws.split(".")
+    if len(parts) != 3 or parts[1] != "":
+        raise DiscoveryError("the cluster-info signature is not a detached JWS")
+    try:
+        header = json.loads(_b64url_decode(parts[0]))
+        signature = _b64url_decode(parts[2])
+    except (ValueError, json.JSONDecodeError) as err:
+        raise DiscoveryError(f"the cluster-info signature cannot be decoded: {err}") from None
+    if not isinstance(header, dict) or header.get("alg") != "HS256":
+        raise DiscoveryError("the cluster-info signature does not use HS256")
+    if header.get("kid") != token.id:
+        raise DiscoveryError("the cluster-info signature was made for another token")
+    signing_input = f"{parts[0]}.{_b64url(content.encode())}".encode()
+    expected = hmac.new(token.secret.encode(), signing_input, hashlib.sha256).digest()
+    if not hmac.compare_digest(expected, signature):
+        raise DiscoveryError(
+            "the cluster-info kubeconfig does not match its signature for this token: "
+            "the token is wrong, or cluster-info was tampered with"
+        )
+
+
+def spki_pin(cert_pem: bytes) -> str:
+    cert = x509.load_pem_x509_certificate(cert_pem)
+    spki = cert.public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    return "sha256:" + hashlib.sha256(spki).hexdigest()
+
+
+def parse_pins(values: list[str]) -> set[str]:
+    pins: set[str] = set()
+    for value in values:
+        for item in value.split(","):
+            item = item.strip().lower()
+            if not item:
+                continue
+            if not PIN_PATTERN.match(item):
+                raise DiscoveryError(
+                    f"invalid --discovery-token-ca-cert-hash {item!r}: expected sha256:<64 hex digits>"
+                )
+            pins.add(item)
+    return pins
+
+
+def split_pem_bundle(bundle: bytes) -> list[bytes]:
+    marker = b"-----END CERTIFICATE-----"
+    return [
+        chunk.strip() + b"\n" + marker + b"\n"
+        for chunk in bundle.split(marker)
+        if b"BEGIN" in chunk
+    ]
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    server: str
+    ca_pem: bytes
+
+
+def parse_cluster_info_kubeconfig(text: str) -> ClusterInfo:
+    try:
+        config: Any = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise DiscoveryError(f"cluster-info holds no valid kubeconfig: {err}") from None
+    clusters = config.get("clusters") if isinstance(config, dict) else None
+    if not isinstance(clusters, list) or len(clusters) != 1:
+        raise DiscoveryError("cluster-info must hold a kubeconfig with exactly one cluster")
+    cluster = clusters[0].get("cluster") or {}
+    ca_data = cluster.get("certificate-authority-data")
+    if not ca_data:
+        raise DiscoveryError("the cluster-info kubeconfig has no certificate-authority-data")
+    return ClusterInfo(str(cluster.get("server", "")), base64.b64decode(ca_data))
+
+
+def check_pins(ca_bundle: bytes, pins: set[str]) -> bytes:
+    """Return the first CA certificate whose SPKI hash is pinned; refuse otherwise."""
+    certs = split_pem_bundle(ca_bundle)
+    if not certs:
+        raise DiscoveryError("the cluster-info kubeconfig holds no CA certificate")
+    for cert in certs:
+        if spki_pin(cert) in pins:
+            return cert
+    found = ", ".join(spki_pin(c) for c in certs)
+    raise DiscoveryError(
+        f"none of the control plane's CA certificates matches --discovery-token-ca-cert-hash "
+        f"(the server presented {found}); check the hash with the control plane's administrator"
+    )
