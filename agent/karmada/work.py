@@ -1,0 +1,220 @@
+"""Work objects: their manifests, how each is applied, and how their status is assembled.
+
+Pure functions on dicts; the execution and workStatus controllers do the I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from . import names
+
+Obj = dict[str, Any]
+
+# Metadata the API server owns; never part of what we apply.
+_SERVER_METADATA = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "generation",
+    "managedFields",
+    "selfLink",
+)
+# Applied first, in this order: things other manifests live in or are typed by.
+_FOUNDATION_KINDS = {
+    ("", "Namespace"): 0,
+    ("apiextensions.k8s.io", "CustomResourceDefinition"): 1,
+}
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be applied as written."""
+
+
+@dataclass(frozen=True)
+class Manifest:
+    ordinal: int
+    obj: Obj
+    group: str
+    version: str
+    kind: str
+    namespace: str
+    name: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def description(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.kind} {where}"
+
+    def identifier(self, resource: str) -> Obj:
+        ident: Obj = {"ordinal": self.ordinal}
+        if self.group:
+            ident["group"] = self.group
+        ident["version"] = self.version
+        ident["kind"] = self.kind
+        # The CRD requires `resource`; upstream leaves it empty, we fill it when known.
+        ident["resource"] = resource
+        if self.namespace:
+            ident["namespace"] = self.namespace
+        ident["name"] = self.name
+        return ident
+
+
+def parse_manifest(ordinal: int, raw: Any) -> Manifest:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"manifest {ordinal} is not an object")
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    if not isinstance(api_version, str) or not api_version:
+        raise ManifestError(f"manifest {ordinal} has no apiVersion")
+    if not isinstance(kind, str) or not kind:
+        raise ManifestError(f"manifest {ordinal} has no kind")
+    metadata = raw.get("metadata")
+    if not isinstance(metadata, dict):
+        raise ManifestError(f"manifest {ordinal} ({kind}) has no metadata")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise ManifestError(f"manifest {ordinal} ({kind}) has no metadata.name")
+    namespace = metadata.get("namespace") or ""
+    if not isinstance(namespace, str):
+        raise ManifestError(f"manifest {ordinal} ({kind} {name}) has an invalid metadata.namespace")
+    group, _, version = api_version.rpartition("/")
+    return Manifest(ordinal, raw, group, version, kind, namespace, name)
+
+
+def manifests_of(work: Obj) -> list[Manifest | ManifestError]:
+    """Every manifest of the Work, in ordinal order; unparsable ones as errors in place."""
+    raw = ((work.get("spec") or {}).get("workload") or {}).get("manifests") or []
+    out: list[Manifest | ManifestError] = []
+    for ordinal, item in enumerate(raw if isinstance(raw, list) else []):
+        try:
+            out.append(parse_manifest(ordinal, item))
+        except ManifestError as err:
+            out.append(err)
+    return out
+
+
+def apply_order(manifests: list[Manifest]) -> list[Manifest]:
+    """Namespaces, then CRDs, then everything else, each group in ordinal order."""
+    return sorted(
+        manifests,
+        key=lambda m: (_FOUNDATION_KINDS.get((m.group, m.kind), 2), m.ordinal),
+    )
+
+
+def is_suspended(work: Obj) -> bool:
+    return bool((work.get("spec") or {}).get("suspendDispatching"))
+
+
+def preserves_resources(work: Obj) -> bool:
+    return bool((work.get("spec") or {}).get("preserveResourcesOnDeletion"))
+
+
+def is_deleting(obj: Obj) -> bool:
+    return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def desired_object(manifest: Manifest, work: Obj, *, live: Obj | None) -> Obj:
+    """What we server-side apply for `manifest`: the manifest without server-owned fields,
+    marked as Karmada's and pointing back at its Work."""
+    obj = copy.deepcopy(manifest.obj)
+    obj.pop("status", None)
+    metadata = obj.setdefault("metadata", {})
+    for key in _SERVER_METADATA:
+        metadata.pop(key, None)
+    labels = metadata.setdefault("labels", {})
+    labels[names.MANAGED_LABEL] = "true"
+    annotations = metadata.setdefault("annotations", {})
+    work_meta = work.get("metadata") or {}
+    annotations[names.WORK_NAMESPACE_ANNOTATION] = work_meta.get("namespace", "")
+    annotations[names.WORK_NAME_ANNOTATION] = work_meta.get("name", "")
+    # The conflict-resolution choice is the Work's; it is not part of the member object.
+    annotations.pop(names.CONFLICT_RESOLUTION_ANNOTATION, None)
+    if (
+        live is not None
+        and labels.get(names.RETAIN_REPLICAS_LABEL) == "true"
+        and isinstance(obj.get("spec"), dict)
+    ):
+        # The member owns replicas (e.g. an HPA there); do not claim the field.
+        obj["spec"].pop("replicas", None)
+    return obj
+
+
+def may_overwrite(manifest: Manifest, work: Obj) -> bool:
+    """Whether a pre-existing member object not managed by Karmada may be taken over."""
+    for source in (manifest.obj, work):
+        value = ((source.get("metadata") or {}).get("annotations") or {}).get(
+            names.CONFLICT_RESOLUTION_ANNOTATION
+        )
+        if value is not None:
+            return bool(value == names.CONFLICT_OVERWRITE)
+    return False
+
+
+def is_managed(live: Obj) -> bool:
+    labels = (live.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(names.MANAGED_LABEL) == "true")
+
+
+def belongs_to(live: Obj, work_namespace: str, work_name: str) -> bool:
+    annotations = (live.get("metadata") or {}).get("annotations") or {}
+    return bool(
+        annotations.get(names.WORK_NAMESPACE_ANNOTATION) == work_namespace
+        and annotations.get(names.WORK_NAME_ANNOTATION) == work_name
+    )
+
+
+def work_of(obj: Obj) -> tuple[str, str] | None:
+    """The Work a member object was applied from, from its back-reference annotations."""
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    namespace = annotations.get(names.WORK_NAMESPACE_ANNOTATION)
+    name = annotations.get(names.WORK_NAME_ANNOTATION)
+    if namespace and name:
+        return str(namespace), str(name)
+    return None
+
+
+def release_patch(live: Obj) -> Obj | None:
+    """A JSON merge patch stripping Karmada's metadata from a member object we stop managing
+    (preserveResourcesOnDeletion), or None when there is nothing to strip."""
+    metadata = live.get("metadata") or {}
+    labels = metadata.get("labels") or {}
+    annotations = metadata.get("annotations") or {}
+    patch_labels = {k: None for k in names.MANAGED_RESOURCE_LABELS if k in labels}
+    patch_annotations = {k: None for k in names.MANAGED_RESOURCE_ANNOTATIONS if k in annotations}
+    patch: Obj = {}
+    if patch_labels:
+        patch["labels"] = patch_labels
+    if patch_annotations:
+        patch["annotations"] = patch_annotations
+    return {"metadata": patch} if patch else None
+
+
+def applied_message(succeeded: int, total: int, errors: list[str]) -> str:
+    if not errors:
+        return "Manifest has been successfully applied"
+    detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return f"Failed to apply all manifests ({succeeded}/{total}): {detail}"
+
+
+def dispatching_condition(work: Obj) -> Obj:
+    if is_suspended(work):
+        return {
+            "type": names.WORK_DISPATCHING,
+            "status": "False",
+            "reason": names.REASON_SUSPEND_DISPATCHING,
+            "message": "Work dispatching is in a suspended state.",
+        }
+    return {
+        "type": names.WORK_DISPATCHING,
+        "status": "True",
+        "reason": names.REASON_DISPATCHING,
+        "message": "Work is being dispatched to member clusters.",
+    }

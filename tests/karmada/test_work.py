@@ -1,0 +1,139 @@
+from typing import Any
+
+import pytest
+
+from agent.karmada import work as w
+
+
+def a_work(*manifests: Any, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {"name": "web", "namespace": "karmada-es-m1"},
+        "spec": {"workload": {"manifests": list(manifests)}, **spec},
+    }
+
+
+DEPLOY = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {
+        "name": "web",
+        "namespace": "shop",
+        "resourceVersion": "12",
+        "uid": "x",
+        "labels": {"resourcetemplate.karmada.io/retain-replicas": "true"},
+        "annotations": {"work.karmada.io/conflict-resolution": "overwrite"},
+    },
+    "spec": {"replicas": 3},
+    "status": {"replicas": 1},
+}
+NS = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}
+CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "foos.example.com"},
+}
+
+
+def test_parse_and_identifier() -> None:
+    parsed = w.manifests_of(a_work(DEPLOY, NS, {"kind": "X"}, "junk"))
+    deploy, ns, no_version, junk = parsed
+    assert isinstance(deploy, w.Manifest)
+    assert isinstance(ns, w.Manifest)
+    assert deploy.identifier("deployments") == {
+        "ordinal": 0,
+        "group": "apps",
+        "version": "v1",
+        "kind": "Deployment",
+        "resource": "deployments",
+        "namespace": "shop",
+        "name": "web",
+    }
+    assert ns.identifier("namespaces") == {
+        "ordinal": 1,
+        "version": "v1",
+        "kind": "Namespace",
+        "resource": "namespaces",
+        "name": "shop",
+    }
+    assert isinstance(no_version, w.ManifestError)
+    assert "no apiVersion" in str(no_version)
+    assert isinstance(junk, w.ManifestError)
+
+
+def test_apply_order_puts_namespaces_and_crds_first() -> None:
+    parsed = [m for m in w.manifests_of(a_work(DEPLOY, CRD, NS)) if isinstance(m, w.Manifest)]
+    assert [m.kind for m in w.apply_order(parsed)] == [
+        "Namespace",
+        "CustomResourceDefinition",
+        "Deployment",
+    ]
+
+
+def test_desired_object_strips_server_fields_and_marks_ownership() -> None:
+    work = a_work(DEPLOY)
+    manifest = w.manifests_of(work)[0]
+    assert isinstance(manifest, w.Manifest)
+    fresh = w.desired_object(manifest, work, live=None)
+    assert "status" not in fresh
+    assert "resourceVersion" not in fresh["metadata"]
+    assert "uid" not in fresh["metadata"]
+    assert fresh["metadata"]["labels"]["karmada.io/managed"] == "true"
+    assert fresh["metadata"]["annotations"] == {
+        "work.karmada.io/namespace": "karmada-es-m1",
+        "work.karmada.io/name": "web",
+    }
+    assert fresh["spec"]["replicas"] == 3  # created with the template's replicas
+    existing = w.desired_object(manifest, work, live={"spec": {"replicas": 7}})
+    assert "replicas" not in existing["spec"]  # retain-replicas: the member owns it
+    assert DEPLOY["metadata"]["resourceVersion"] == "12"  # input untouched
+
+
+def test_ownership_guard_inputs() -> None:
+    work = a_work(DEPLOY, NS)
+    deploy, ns = w.manifests_of(work)
+    assert isinstance(deploy, w.Manifest)
+    assert isinstance(ns, w.Manifest)
+    assert w.may_overwrite(deploy, work)
+    assert not w.may_overwrite(ns, work)
+    assert w.is_managed({"metadata": {"labels": {"karmada.io/managed": "true"}}})
+    assert not w.is_managed({"metadata": {}})
+
+
+def test_release_patch_removes_only_karmada_metadata() -> None:
+    live = {
+        "metadata": {
+            "labels": {
+                "karmada.io/managed": "true",
+                "app": "web",
+                "work.karmada.io/permanent-id": "u",
+            },
+            "annotations": {"work.karmada.io/name": "web", "note": "keep"},
+        }
+    }
+    assert w.release_patch(live) == {
+        "metadata": {
+            "labels": {"work.karmada.io/permanent-id": None, "karmada.io/managed": None},
+            "annotations": {"work.karmada.io/name": None},
+        }
+    }
+    assert w.release_patch({"metadata": {"labels": {"app": "x"}}}) is None
+
+
+@pytest.mark.parametrize(
+    ("ok", "total", "errors", "message"),
+    [
+        (2, 2, [], "Manifest has been successfully applied"),
+        (1, 2, ["boom"], "Failed to apply all manifests (1/2): boom"),
+        (0, 2, ["a", "b"], "Failed to apply all manifests (0/2): [a, b]"),
+    ],
+)
+def test_applied_message(ok: int, total: int, errors: list[str], message: str) -> None:
+    assert w.applied_message(ok, total, errors) == message
+
+
+def test_dispatching_condition() -> None:
+    assert w.dispatching_condition(a_work())["status"] == "True"
+    suspended = w.dispatching_condition(a_work(suspendDispatching=True))
+    assert (suspended["status"], suspended["reason"]) == ("False", "SuspendDispatching")
