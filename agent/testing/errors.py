@@ -36,7 +36,7 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
-        if self.details:
+        if self.details is not None:
             body["details"] = self.details
         return body
 

@@ -89,6 +89,10 @@ def parse_request_info(req: ApiRequest) -> RequestAttributes:
         verb = "watch"
     if not name and verb == "delete":
         verb = "deletecollection"
+    if verb in ("list", "watch") and not name:
+        # As upstream: a single-object list/watch is authorized as that object, so that a
+        # resourceNames rule can allow an informer on one named object.
+        name = _name_from_field_selector(req.param("fieldSelector") or "")
     return RequestAttributes(
         True,
         req.path,
@@ -102,3 +106,13 @@ def parse_request_info(req: ApiRequest) -> RequestAttributes:
         name=name,
         parts=parts,
     )
+
+
+def _name_from_field_selector(selector: str) -> str:
+    for term in selector.split(","):
+        key, sep, value = term.partition("=")
+        if key.strip() == "metadata.name" and sep and not value.startswith("="):
+            return value.strip()
+        if key.strip() == "metadata.name" and value.startswith("="):
+            return value[1:].strip()
+    return ""

@@ -1,0 +1,150 @@
+"""The reconcile loop: N workers take keys from a WorkQueue and call `reconcile(key)`.
+
+Level-based, as controller-runtime: success forgets the key's failure history (and requeues it
+after `Result.requeue_after` if asked), an exception requeues it rate-limited, `TerminalError`
+drops it. No exception ever ends a worker. `stop()` stops taking keys and waits, within a bound,
+for the reconciles in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from agent.kube.errors import KubeError
+from agent.kube.workqueue import QueueShutDownError, WorkQueue
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Result:
+    """`requeue_after` (seconds) re-adds the key after that delay; `requeue` re-adds it
+    rate-limited without counting it as an error."""
+
+    requeue_after: float | None = None
+    requeue: bool = False
+
+
+class TerminalError(Exception):
+    """Raised by a reconcile to report an error that retrying cannot fix."""
+
+
+class ControllerMetrics(Protocol):
+    """controller-runtime style: reconcile_total{result}, reconcile errors, reconcile time.
+    `result` is one of success, requeue, requeue_after, error, terminal_error."""
+
+    def reconcile(self, controller: str, result: str, seconds: float) -> None: ...
+
+
+Reconcile = Callable[[T], Awaitable[Result | None]]
+
+
+class Controller(Generic[T]):
+    def __init__(
+        self,
+        name: str,
+        queue: WorkQueue[T],
+        reconcile: Reconcile[T],
+        *,
+        workers: int = 1,
+        metrics: ControllerMetrics | None = None,
+    ) -> None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        self.name = name
+        self.queue = queue
+        self._reconcile = reconcile
+        self.workers = workers
+        self._metrics = metrics
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+
+    @property
+    def running(self) -> bool:
+        return any(not t.done() for t in self._tasks)
+
+    def start(self) -> None:
+        """Start the workers in the background (see `run` to await them instead)."""
+        if self._tasks:
+            return
+        self._tasks = [
+            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+            for i in range(self.workers)
+        ]
+
+    async def run(self) -> None:
+        """Start the workers and wait until they end (after `stop`, or cancellation)."""
+        self.start()
+        try:
+            await asyncio.gather(*self._tasks)
+        except asyncio.CancelledError:
+            for task in self._tasks:
+                task.cancel()
+            raise
+
+    async def stop(self, timeout: float = 30.0) -> bool:
+        """Stop taking keys and wait up to `timeout` for in-flight reconciles; those still
+        running then are cancelled. Returns True if everything finished in time."""
+        self.queue.shutdown()
+        if not self._tasks:
+            return True
+        _, pending = await asyncio.wait(self._tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+            log.warning("%s: %d reconciles cancelled at stop", self.name, len(pending))
+        return not pending
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except QueueShutDownError:
+                return
+            try:
+                await self._process(key)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: T) -> None:
+        started = time.monotonic()
+        outcome = "success"
+        try:
+            result = await self._reconcile(key)
+        except asyncio.CancelledError:
+            raise
+        except TerminalError as exc:
+            outcome = "terminal_error"
+            self.queue.forget(key)
+            log.error("%s: reconcile of %s failed for good: %s", self.name, key, exc)
+        except Exception as exc:
+            outcome = "error"
+            self.queue.add_rate_limited(key)
+            log.warning(
+                "%s: reconcile of %s failed (requeue %d): %s",
+                self.name,
+                key,
+                self.queue.num_requeues(key),
+                exc,
+                exc_info=not isinstance(exc, KubeError),
+            )
+        else:
+            if result is not None and result.requeue_after is not None:
+                outcome = "requeue_after"
+                self.queue.forget(key)
+                self.queue.add_after(key, result.requeue_after)
+            elif result is not None and result.requeue:
+                outcome = "requeue"
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+        if self._metrics is not None:
+            self._metrics.reconcile(self.name, outcome, time.monotonic() - started)

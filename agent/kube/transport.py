@@ -1,0 +1,559 @@
+"""HTTP transport to one API server: the only module that imports httpx.
+
+It owns TLS (SSLContext from `ClientConfig`, verification on unless the kubeconfig says
+insecure-skip-tls-verify), proxies (kubeconfig proxy-url, else HTTPS_PROXY/HTTP_PROXY with our own
+NO_PROXY matching, CIDRs included, since httpx does not match CIDRs), TCP keepalive, timeouts,
+client-side QPS/burst throttling, retries and bearer auth with one refresh after a 401.
+
+Retry rules follow client-go's rest.Request: a 429 or 5xx answer that carries Retry-After is retried
+for every verb (the server asked us to come back; the body is resent as is) up to `max_retries`,
+waiting Retry-After seconds, capped. Connection failures are retried only for GET/HEAD (client-go
+retries GET on connection reset and EOF), with a short exponential backoff.
+
+`reload(config)` swaps in a new client (certificate rotation): requests and streams already running
+finish on the old client, which is closed when the last of them ends (or after a drain timeout).
+Headers and tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import ssl
+import tempfile
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
+from agent.kube.errors import ApiError, TransportError, WatchTimeoutError, from_response
+from agent.kube.ratelimit import TokenBucket
+
+log = logging.getLogger(__name__)
+
+IDEMPOTENT_READS = frozenset({"GET", "HEAD"})
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 10  # client-go's default for Retry-After answers
+    max_retry_after: float = 30.0
+    connection_retries: int = 3  # GET/HEAD only
+    connection_backoff: float = 0.2
+
+
+class RequestMetrics(Protocol):
+    """client-go's rest_client_requests_total{code,method,host} and request latency.
+
+    `code` is the HTTP status as a string, or "<error>" when no response came back.
+    """
+
+    def observe(self, *, method: str, host: str, code: str, seconds: float) -> None: ...
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]  # lower-case names
+    content: bytes
+    method: str = ""
+    url: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def json(self) -> Any:
+        import json
+
+        return json.loads(self.content) if self.content else None
+
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+
+class StreamResponse:
+    """A 2xx response whose body is read incrementally (watch)."""
+
+    def __init__(self, response: httpx.Response, url: str) -> None:
+        self._response = response
+        self.status = response.status_code
+        self.headers: Mapping[str, str] = _headers(response.headers)
+        self.url = url
+
+    async def lines(self) -> AsyncGenerator[bytes, None]:
+        """Newline-delimited frames; non-empty, without the newline."""
+        buffer = b""
+        try:
+            async for chunk in self._response.aiter_bytes():
+                buffer += chunk
+                while True:
+                    idx = buffer.find(b"\n")
+                    if idx < 0:
+                        break
+                    line, buffer = buffer[:idx], buffer[idx + 1 :]
+                    if line.strip():
+                        yield line
+        except httpx.ReadTimeout as exc:
+            raise WatchTimeoutError(f"stream idle too long: {self.url}", url=self.url) from exc
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            raise TransportError(f"stream broken: {_describe(exc)}", url=self.url) from exc
+        if buffer.strip():
+            yield buffer
+
+
+def _headers(headers: httpx.Headers) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in headers.multi_items():
+        k = key.lower()
+        out[k] = f"{out[k]}, {value}" if k in out else value
+    return out
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"
+
+
+# --- proxies -----------------------------------------------------------------------------------
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return host, port
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def no_proxy_matches(host: str, port: int, no_proxy: str) -> bool:
+    """Go's httpproxy NO_PROXY rules: "*", IPs, CIDRs, domains (with or without a leading dot,
+    matching subdomains) and host:port entries."""
+    host = host.strip("[]").lower()
+    try:
+        ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None = ipaddress.ip_address(host)
+    except ValueError:
+        ip = None
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return True
+        if "/" in entry:
+            try:
+                network = ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                continue
+            if ip is not None and ip in network:
+                return True
+            continue
+        entry_port: int | None = None
+        if entry.startswith("["):
+            bracket_end = entry.find("]")
+            rest = entry[bracket_end + 1 :]
+            entry_host = entry[1:bracket_end]
+            if rest.startswith(":") and rest[1:].isdigit():
+                entry_port = int(rest[1:])
+        elif entry.count(":") == 1:
+            entry_host, _, port_text = entry.partition(":")
+            if port_text.isdigit():
+                entry_port = int(port_text)
+        else:
+            entry_host = entry
+        if entry_port is not None and entry_port != port:
+            continue
+        try:
+            entry_ip = ipaddress.ip_address(entry_host)
+        except ValueError:
+            entry_ip = None
+        if entry_ip is not None:
+            if ip is not None and ip == entry_ip:
+                return True
+            continue
+        domain = entry_host.lstrip(".").lstrip("*.")
+        if domain and (host == domain or host.endswith("." + domain)):
+            return True
+    return False
+
+
+def select_proxy(config: ClientConfig, environ: Mapping[str, str] | None = None) -> str | None:
+    """The proxy for this API server: kubeconfig proxy-url wins; else the environment, as Go's
+    http.ProxyFromEnvironment reads it (loopback hosts are never proxied)."""
+    if config.proxy_url:
+        return config.proxy_url
+    if not config.trust_env:
+        return None
+    env = os.environ if environ is None else environ
+    scheme = urlsplit(config.host).scheme
+    names = ("HTTPS_PROXY", "https_proxy") if scheme == "https" else ("HTTP_PROXY", "http_proxy")
+    proxy = next((env[n] for n in names if env.get(n)), None)
+    if not proxy:
+        return None
+    host, port = _host_port(config.host)
+    if _is_loopback(host):
+        return None
+    no_proxy = env.get("NO_PROXY") or env.get("no_proxy") or ""
+    if no_proxy_matches(host, port, no_proxy):
+        return None
+    if "://" not in proxy:
+        proxy = "http://" + proxy
+    return proxy
+
+
+# --- TLS ---------------------------------------------------------------------------------------
+
+
+def build_ssl_context(config: ClientConfig) -> ssl.SSLContext:
+    if config.ca_pem:
+        ctx = ssl.create_default_context(cadata=config.ca_pem.decode("ascii", "replace"))
+    else:
+        ctx = ssl.create_default_context()
+    if config.client_cert_pem and config.client_key_pem:
+        _load_client_certificate(ctx, config.client_cert_pem, config.client_key_pem)
+    if not config.verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    return ctx
+
+
+def _load_client_certificate(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    # The ssl module only loads from files: write them privately, load, remove at once.
+    directory = tempfile.mkdtemp(dir=private_temp_dir())
+    cert_path = os.path.join(directory, "client.crt")
+    key_path = os.path.join(directory, "client.key")
+    try:
+        for path, data in ((cert_path, cert_pem), (key_path, key_pem)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        ctx.load_cert_chain(cert_path, key_path)
+    finally:
+        for path in (cert_path, key_path):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        with contextlib.suppress(OSError):
+            os.rmdir(directory)
+
+
+TransportFactory = Callable[[ClientConfig], Any]
+"""Builds the httpx transport for a config; tests and the emulator pass their own."""
+
+
+def default_transport_factory(config: ClientConfig) -> httpx.AsyncBaseTransport:
+    return httpx.AsyncHTTPTransport(
+        verify=build_ssl_context(config) if config.host.startswith("https") else True,
+        http2=config.http2,
+        proxy=select_proxy(config),
+        trust_env=False,
+        limits=httpx.Limits(max_connections=500, max_keepalive_connections=50),
+        socket_options=tcp_keepalive_socket_options(),
+    )
+
+
+class _Slot:
+    """One httpx client and the number of requests or streams still using it."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.inflight = 0
+        self.retired = False
+        self.closed = False
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            await self.client.aclose()
+
+
+class Transport:
+    """Requests and streams against one API server, with the policies described above."""
+
+    def __init__(
+        self,
+        config: ClientConfig,
+        *,
+        retry: RetryPolicy | None = None,
+        metrics: RequestMetrics | None = None,
+        transport_factory: TransportFactory | None = None,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self._factory = transport_factory or default_transport_factory
+        self.retry = retry or RetryPolicy()
+        self.metrics = metrics
+        self._clock = clock
+        self._config = config
+        self._bucket = self._make_bucket(config)
+        self._slot = self._make_slot(config)
+        self._retired: set[_Slot] = set()
+        self._background: set[asyncio.Task[None]] = set()
+        self._host = urlsplit(config.host).netloc
+
+    @property
+    def config(self) -> ClientConfig:
+        return self._config
+
+    @property
+    def host(self) -> str:
+        return self._config.host
+
+    def _make_bucket(self, config: ClientConfig) -> TokenBucket | None:
+        if config.qps <= 0:
+            return None
+        return TokenBucket(config.qps, max(config.burst, 1), clock=self._clock)
+
+    def _make_slot(self, config: ClientConfig) -> _Slot:
+        client = httpx.AsyncClient(
+            base_url=config.host,
+            transport=self._factory(config),
+            timeout=httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
+            trust_env=False,
+            follow_redirects=False,
+            headers={"User-Agent": config.user_agent},
+        )
+        return _Slot(client)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def reload(self, config: ClientConfig, *, drain_timeout: float | None = None) -> None:
+        """Use `config` (e.g. a rotated client certificate) for every new request. The old
+        client closes when its in-flight work ends, or after `drain_timeout` seconds at most
+        (streams cut then end with TransportError, which reflectors resume from)."""
+        old = self._slot
+        if (config.qps, config.burst) != (self._config.qps, self._config.burst):
+            self._bucket = self._make_bucket(config)
+        self._slot = self._make_slot(config)
+        self._config = config
+        self._host = urlsplit(config.host).netloc
+        old.retired = True
+        if old.inflight == 0:
+            await old.close()
+            return
+        self._retired.add(old)
+        if drain_timeout is not None:
+            task = asyncio.create_task(self._close_after(old, drain_timeout))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    async def _close_after(self, slot: _Slot, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._retired.discard(slot)
+        await slot.close()
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        for slot in [self._slot, *self._retired]:
+            await slot.close()
+        self._retired.clear()
+
+    def _acquire(self) -> _Slot:
+        slot = self._slot
+        slot.inflight += 1
+        return slot
+
+    async def _release(self, slot: _Slot) -> None:
+        slot.inflight -= 1
+        if slot.retired and slot.inflight == 0 and slot in self._retired:
+            self._retired.discard(slot)
+            await slot.close()
+
+    # --- requests ------------------------------------------------------------------------------
+
+    async def _throttle(self) -> None:
+        if self._bucket is not None:
+            await self._bucket.wait()
+
+    async def _auth_headers(self, headers: dict[str, str]) -> None:
+        source = self._config.token_source
+        if source is not None:
+            value = await source.authorization()
+            if value:
+                headers["Authorization"] = value
+
+    def _extensions(self) -> dict[str, Any]:
+        name = self._config.tls_server_name
+        return {"sni_hostname": name} if name else {}
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        if self.metrics is not None:
+            self.metrics.observe(
+                method=method, host=self._host, code=code, seconds=time.monotonic() - started
+            )
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        accept: str = "application/json",
+        timeout: float | None = None,
+        raise_for_status: bool = True,
+    ) -> Response:
+        """Send one request with throttling, auth and retries. Error statuses raise the typed
+        ApiError unless `raise_for_status` is false; no response at all raises TransportError."""
+        method = method.upper()
+        refreshed = False
+        retries = 0
+        connection_failures = 0
+        while True:
+            await self._throttle()
+            headers = {"Accept": accept}
+            if content_type:
+                headers["Content-Type"] = content_type
+            await self._auth_headers(headers)
+            slot = self._acquire()
+            started = time.monotonic()
+            try:
+                response = await slot.client.request(
+                    method,
+                    path,
+                    params=dict(params) if params else None,
+                    content=body,
+                    headers=headers,
+                    timeout=self._timeout(timeout),
+                    extensions=self._extensions(),
+                )
+            except httpx.TransportError as exc:
+                self._observe(method, "<error>", started)
+                await self._release(slot)
+                if (
+                    method in IDEMPOTENT_READS
+                    and not isinstance(exc, httpx.TimeoutException)
+                    and connection_failures < self.retry.connection_retries
+                ):
+                    delay = self.retry.connection_backoff * (2**connection_failures)
+                    connection_failures += 1
+                    log.debug("retrying %s %s after %s", method, path, type(exc).__name__)
+                    await self._clock.sleep(delay)
+                    continue
+                raise TransportError(
+                    f"{method} {path}: {_describe(exc)}", method=method, url=path
+                ) from exc
+            await self._release(slot)
+            self._observe(method, str(response.status_code), started)
+            result = Response(
+                status=response.status_code,
+                headers=_headers(response.headers),
+                content=response.content,
+                method=method,
+                url=path,
+            )
+            if result.status == 401 and not refreshed and self._config.token_source is not None:
+                refreshed = True
+                await self._config.token_source.refresh()
+                continue
+            wait = self._retry_after(result)
+            if wait is not None and retries < self.retry.max_retries:
+                retries += 1
+                log.debug(
+                    "server asked to retry %s %s (code %d, retry %d) in %.1fs",
+                    method,
+                    path,
+                    result.status,
+                    retries,
+                    wait,
+                )
+                await self._clock.sleep(wait)
+                continue
+            if raise_for_status and not result.ok:
+                raise from_response(result.status, result.content, result.headers)
+            return result
+
+    def _retry_after(self, response: Response) -> float | None:
+        if response.status != 429 and response.status < 500:
+            return None
+        value = response.headers.get("retry-after")
+        if value is None:
+            return None
+        try:
+            seconds = float(int(value.strip()))
+        except ValueError:
+            return None
+        return min(max(seconds, 0.0), self.retry.max_retry_after)
+
+    def _timeout(self, timeout: float | None) -> httpx.Timeout | None:
+        if timeout is None:
+            return None
+        return httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        accept: str = "application/json",
+        read_timeout: float | None = None,
+    ) -> AsyncIterator[StreamResponse]:
+        """A long response read line by line (watch). `read_timeout` bounds the silence between
+        chunks; error statuses raise ApiError before anything is yielded."""
+        method = method.upper()
+        refreshed = False
+        while True:
+            await self._throttle()
+            headers = {"Accept": accept}
+            await self._auth_headers(headers)
+            slot = self._acquire()
+            started = time.monotonic()
+            timeout = httpx.Timeout(
+                self._config.timeout, connect=CONNECT_TIMEOUT, read=read_timeout
+            )
+            request = slot.client.build_request(
+                method,
+                path,
+                params=dict(params) if params else None,
+                headers=headers,
+                timeout=timeout,
+                extensions=self._extensions(),
+            )
+            try:
+                response = await slot.client.send(request, stream=True)
+            except httpx.TransportError as exc:
+                self._observe(method, "<error>", started)
+                await self._release(slot)
+                raise TransportError(
+                    f"{method} {path}: {_describe(exc)}", method=method, url=path
+                ) from exc
+            self._observe(method, str(response.status_code), started)
+            try:
+                if response.status_code >= 400:
+                    try:
+                        content = await response.aread()
+                    except httpx.TransportError as exc:
+                        raise TransportError(
+                            f"{method} {path}: {_describe(exc)}", method=method, url=path
+                        ) from exc
+                    status = response.status_code
+                    if status == 401 and not refreshed and self._config.token_source is not None:
+                        refreshed = True
+                        await self._config.token_source.refresh()
+                        continue
+                    error: ApiError = from_response(status, content, _headers(response.headers))
+                    raise error
+                yield StreamResponse(response, path)
+                return
+            finally:
+                await response.aclose()
+                await self._release(slot)

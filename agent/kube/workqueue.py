@@ -1,0 +1,220 @@
+"""client-go's work queue on asyncio: de-duplicating, delaying and rate-limited.
+
+A key waiting in the queue is there once however often it is added (dirty set). A key being
+processed (between `get` and `done`) is never handed to a second worker; adds meanwhile are
+remembered and the key is queued again once, when `done` is called (processing set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, Protocol, TypeVar
+
+from agent.kube.clock import REAL_CLOCK, Clock, TimerHandle
+from agent.kube.ratelimit import RateLimiter, default_controller_rate_limiter
+
+T = TypeVar("T", bound=Hashable)
+
+
+class QueueShutDownError(Exception):
+    """`get` on a queue that is shut down (and, with drain, empty)."""
+
+
+class QueueMetrics(Protocol):
+    """client-go's workqueue_* metrics: adds, depth, queue latency, work duration, retries."""
+
+    def add(self, name: str) -> None: ...
+
+    def depth(self, name: str, depth: int) -> None: ...
+
+    def queue_latency(self, name: str, seconds: float) -> None: ...
+
+    def work_duration(self, name: str, seconds: float) -> None: ...
+
+    def retry(self, name: str) -> None: ...
+
+
+class WorkQueue(Generic[T]):
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        rate_limiter: RateLimiter[T] | None = None,
+        clock: Clock = REAL_CLOCK,
+        metrics: QueueMetrics | None = None,
+    ) -> None:
+        self.name = name
+        self.rate_limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter(
+            clock=clock
+        )
+        self._clock = clock
+        self._metrics = metrics
+        self._queue: deque[T] = deque()
+        self._dirty: set[T] = set()
+        self._processing: set[T] = set()
+        self._added_at: dict[T, float] = {}
+        self._started_at: dict[T, float] = {}
+        self._waiting: dict[T, tuple[float, TimerHandle]] = {}
+        self._getters: deque[asyncio.Future[None]] = deque()
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._shutting_down = False
+        self._drain = False
+
+    # --- adding --------------------------------------------------------------------------------
+
+    def add(self, item: T) -> None:
+        if self._shutting_down or item in self._dirty:
+            return
+        if self._metrics is not None:
+            self._metrics.add(self.name)
+        self._dirty.add(item)
+        self._added_at.setdefault(item, self._clock.now())
+        if item in self._processing:
+            return
+        self._queue.append(item)
+        self._report_depth()
+        self._wake_one()
+
+    def add_after(self, item: T, delay: float) -> None:
+        """Add once `delay` seconds have passed; an earlier pending time for the item wins."""
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(item)
+            return
+        ready_at = self._clock.now() + delay
+        pending = self._waiting.get(item)
+        if pending is not None:
+            if pending[0] <= ready_at:
+                return
+            pending[1].cancel()
+
+        def fire() -> None:
+            current = self._waiting.get(item)
+            if current is not None and current[0] == ready_at:
+                del self._waiting[item]
+                self.add(item)
+
+        self._waiting[item] = (ready_at, self._clock.call_later(delay, fire))
+
+    def add_rate_limited(self, item: T) -> None:
+        if self._metrics is not None:
+            self._metrics.retry(self.name)
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def forget(self, item: T) -> None:
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
+
+    # --- taking --------------------------------------------------------------------------------
+
+    async def get(self) -> T:
+        """The next key; waits while the queue is empty. Raises QueueShutDownError once shut
+        down (with drain: once also empty)."""
+        while not self._queue:
+            if self._shutting_down:
+                raise QueueShutDownError(self.name)
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._getters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._getters:
+                    self._getters.remove(waiter)
+                elif self._queue:
+                    self._wake_one()  # pass the wake-up we consumed to someone else
+                raise
+        if self._shutting_down and not self._drain:
+            raise QueueShutDownError(self.name)
+        item = self._queue.popleft()
+        self._processing.add(item)
+        self._dirty.discard(item)
+        now = self._clock.now()
+        added = self._added_at.pop(item, now)
+        self._started_at[item] = now
+        if self._metrics is not None:
+            self._metrics.queue_latency(self.name, now - added)
+        self._report_depth()
+        return item
+
+    def done(self, item: T) -> None:
+        self._processing.discard(item)
+        started = self._started_at.pop(item, None)
+        if self._metrics is not None and started is not None:
+            self._metrics.work_duration(self.name, self._clock.now() - started)
+        if item in self._dirty:
+            self._queue.append(item)
+            self._report_depth()
+            self._wake_one()
+        elif not self._processing:
+            self._notify_idle()
+
+    # --- state ---------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    @property
+    def processing(self) -> int:
+        return len(self._processing)
+
+    @property
+    def waiting(self) -> int:
+        """Keys scheduled by add_after / add_rate_limited that are not due yet."""
+        return len(self._waiting)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    def shutdown(self) -> None:
+        """Stop accepting keys; workers' `get` raises QueueShutDownError at once."""
+        self._begin_shutdown(drain=False)
+
+    async def shutdown_with_drain(self, timeout: float | None = None) -> bool:
+        """Stop accepting keys, let workers take what is queued, and wait until every key in
+        processing is done. Returns False if `timeout` passed first."""
+        self._begin_shutdown(drain=True)
+        if not self._queue and not self._processing:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._idle_waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def _begin_shutdown(self, *, drain: bool) -> None:
+        self._shutting_down = True
+        self._drain = drain
+        for _, handle in self._waiting.values():
+            handle.cancel()
+        self._waiting.clear()
+        while self._getters:
+            waiter = self._getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _notify_idle(self) -> None:
+        if self._queue or self._processing:
+            return
+        for fut in self._idle_waiters:
+            if not fut.done():
+                fut.set_result(None)
+        self._idle_waiters.clear()
+
+    def _wake_one(self) -> None:
+        while self._getters:
+            waiter = self._getters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _report_depth(self) -> None:
+        if self._metrics is not None:
+            self._metrics.depth(self.name, len(self._queue))

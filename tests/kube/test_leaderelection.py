@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector, micro_time
+from tests.kube.fakeapi import FakeApi, make_client, status, wait_for
+
+PATH = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases"
+MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+def config(identity: str) -> LeaderElectionConfig:
+    return LeaderElectionConfig(
+        "karmada-system",
+        "karmada-agent-member1",
+        identity,
+        lease_duration=0.6,
+        renew_deadline=0.4,
+        retry_period=0.1,
+    )
+
+
+def lease(api: FakeApi) -> dict[str, Any]:
+    return api.collections[PATH]["karmada-agent-member1"]
+
+
+def elector(api: FakeApi, identity: str, log: list[str]) -> LeaderElector:
+    async def lead() -> None:
+        log.append(f"start {identity}")
+        await asyncio.Event().wait()
+
+    return LeaderElector(
+        make_client(api),
+        config(identity),
+        on_started_leading=lead,
+        on_stopped_leading=lambda: log.append(f"stop {identity}"),
+    )
+
+
+def test_config_validation_and_micro_time() -> None:
+    with pytest.raises(ValueError, match="renew deadline"):
+        LeaderElectionConfig("ns", "n", "me", lease_duration=15, renew_deadline=2, retry_period=2)
+    assert MICRO.match(micro_time())
+
+
+async def test_acquire_renew_and_release_on_cancel() -> None:
+    api = FakeApi()
+    log: list[str] = []
+    le = elector(api, "a", log)
+    task = asyncio.create_task(le.run())
+    await wait_for(lambda: log == ["start a"])
+    spec = lease(api)["spec"]
+    assert spec["holderIdentity"] == "a"
+    assert spec["leaseTransitions"] == 0
+    assert spec["leaseDurationSeconds"] == 1  # 0.6 s rounds to at least one second
+    assert MICRO.match(spec["renewTime"])
+    assert MICRO.match(spec["acquireTime"])
+    first_rv = lease(api)["metadata"]["resourceVersion"]
+    await wait_for(lambda: lease(api)["metadata"]["resourceVersion"] != first_rv)
+    assert le.is_leader
+    assert lease(api)["spec"]["acquireTime"] == spec["acquireTime"]
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    released = lease(api)["spec"]
+    assert released["holderIdentity"] is None
+    assert released["leaseDurationSeconds"] == 1
+    assert log == ["start a", "stop a"]
+
+
+async def test_waits_for_expiry_then_takes_over() -> None:
+    api = FakeApi()
+    api.seed(
+        PATH,
+        {
+            "metadata": {"name": "karmada-agent-member1", "namespace": "karmada-system"},
+            "spec": {
+                "holderIdentity": "other",
+                "leaseDurationSeconds": 1,
+                "renewTime": micro_time(),
+                "leaseTransitions": 4,
+            },
+        },
+    )
+    log: list[str] = []
+    le = elector(api, "b", log)
+    task = asyncio.create_task(le.run())
+    await wait_for(lambda: le.leader == "other")
+    await asyncio.sleep(0.5)
+    assert log == []
+    assert not le.is_leader
+    await wait_for(lambda: log == ["start b"], timeout=3)
+    assert lease(api)["spec"]["holderIdentity"] == "b"
+    assert lease(api)["spec"]["leaseTransitions"] == 5
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_loses_leadership_when_renewals_fail() -> None:
+    api = FakeApi()
+    log: list[str] = []
+    le = elector(api, "c", log)
+    task = asyncio.create_task(le.run())
+    await wait_for(lambda: log == ["start c"])
+    api.interceptors.append(
+        lambda call: (
+            httpx.Response(500, json=status(500, "InternalError")) if call.method == "PUT" else None
+        )
+    )
+    await asyncio.wait_for(task, 3)  # run() returns once the renew deadline passes
+    assert log == ["start c", "stop c"]
+    assert not le.is_leader
+    assert lease(api)["spec"]["holderIdentity"] == "c"  # lost, so no release was attempted
