@@ -33,9 +33,10 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
         }
+        if self.reason:  # kube omits StatusReasonUnknown ("")
+            body["reason"] = self.reason
+        body["code"] = self.code
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -86,21 +87,6 @@ def conflict(group: str, resource: str, name: str, why: str) -> ApiError:
 STALE_OBJECT = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
-
-
-def apply_conflict(group: str, resource: str, name: str, causes: list[dict[str, Any]]) -> ApiError:
-    """Server-side apply conflict: one cause per contested field, naming its manager."""
-    if len(causes) == 1:
-        summary = f"Apply failed with 1 conflict: {causes[0]['message']}"
-    else:
-        lines = "\n".join(f"- {c['message']}" for c in causes)
-        summary = f"Apply failed with {len(causes)} conflicts:\n{lines}"
-    return ApiError(
-        409,
-        "Conflict",
-        summary,
-        _details(group, resource, name, causes=causes),
-    )
 
 
 def invalid(group: str, kind: str, name: str, causes: list[dict[str, Any]]) -> ApiError:

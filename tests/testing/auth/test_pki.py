@@ -6,7 +6,6 @@ import asyncio
 import base64
 import hashlib
 import json
-import shutil
 import ssl
 import subprocess
 from datetime import UTC, datetime, timedelta
@@ -307,7 +306,6 @@ def test_spki_hash_matches_an_independent_der_walk(ca: CertificateAuthority) -> 
     assert len(spki_sha256_hex(ca.cert_pem)) == 64
 
 
-@pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl CLI not installed")
 def test_spki_hash_matches_kubeadm_openssl_recipe(ca: CertificateAuthority) -> None:
     pub = subprocess.run(
         ["openssl", "x509", "-pubkey", "-noout"],

@@ -1,0 +1,61 @@
+"""`python -m agent.testing --profile member|karmada --port PORT --kubeconfig-out FILE`
+
+Serves an emulated API server until SIGTERM or SIGINT (then exits 0). The admin
+kubeconfig (https server, CA data embedded, bearer token) is written to FILE only once
+the server accepts requests, so a script can wait for the file to appear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+
+from .emulator import run_emulator
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m agent.testing",
+        description="Run an emulated Kubernetes (member) or Karmada API server over HTTPS.",
+    )
+    parser.add_argument("--profile", choices=("member", "karmada"), default="member")
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free)")
+    parser.add_argument(
+        "--kubeconfig-out", required=True, help="where to write the admin kubeconfig"
+    )
+    parser.add_argument("--name", default=None, help="cluster name (member1 / karmada)")
+    parser.add_argument(
+        "--authorization",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="evaluate RBAC (default) or allow every authenticated request",
+    )
+    return parser.parse_args(argv)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    async with run_emulator(
+        args.profile, name=args.name, port=args.port, authorization=args.authorization
+    ) as emu:
+        # run_emulator yields once /readyz answered over HTTPS.
+        emu.write_kubeconfig(args.kubeconfig_out)
+        print(f"{args.profile} emulator {emu.name} serving at {emu.url}", flush=True)
+        print(f"kubeconfig: {args.kubeconfig_out}", flush=True)
+        await stop.wait()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    return asyncio.run(serve(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""Discovery documents (legacy and aggregated), /version and health endpoints."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .registry import JSON, Registry, ResourceType
+from .wire import ApiRequest, ApiResponse
+
+_dumps = json.JSONEncoder(separators=(",", ":")).encode
+
+SUBRESOURCE_VERBS = ("get", "patch", "update")
+AGG_V2 = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+AGG_V2BETA1 = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+
+DEFAULT_VERSION: JSON = {
+    "major": "1",
+    "minor": "32",
+    "gitVersion": "v1.32.0",
+    "gitCommit": "70d3cc986aa8221cd1dfb1121852688902d3bf53",
+    "gitTreeState": "clean",
+    "buildDate": "2024-12-11T17:59:15Z",
+    "goVersion": "go1.23.3",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+HEALTH_CHECKS = {
+    "/healthz": ["ping", "log", "etcd", "poststarthook/start-apiextensions-controllers"],
+    "/livez": ["ping", "log", "etcd", "poststarthook/start-apiextensions-controllers"],
+    "/readyz": ["ping", "log", "etcd", "etcd-readiness", "informer-sync", "shutdown"],
+}
+
+
+def _json(body: Any, content_type: str = "application/json") -> ApiResponse:
+    return ApiResponse(200, _dumps(body).encode(), {"content-type": content_type})
+
+
+def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
+    """(group, version, kind, verbs) of a subresource's response."""
+    if sub == "scale":
+        return "autoscaling", "v1", "Scale", SUBRESOURCE_VERBS
+    if sub == "finalize":
+        return rt.group, rt.version, rt.kind, ("update",)
+    return rt.group, rt.version, rt.kind, SUBRESOURCE_VERBS
+
+
+def api_resource_list(registry: Registry, group: str, version: str) -> JSON:
+    resources: list[JSON] = []
+    for rt in sorted(registry.resources(group, version), key=lambda r: r.resource):
+        entry: JSON = {
+            "name": rt.resource,
+            "singularName": rt.singular,
+            "namespaced": rt.namespaced,
+            "kind": rt.kind,
+            "verbs": sorted(rt.verbs),
+        }
+        if rt.short_names:
+            entry["shortNames"] = list(rt.short_names)
+        if rt.categories:
+            entry["categories"] = list(rt.categories)
+        if rt.storage_version_hash:
+            entry["storageVersionHash"] = rt.storage_version_hash
+        resources.append(entry)
+        for sub in sorted(rt.subresources):
+            g, v, kind, verbs = _subresource_kind(rt, sub)
+            sub_entry: JSON = {
+                "name": f"{rt.resource}/{sub}",
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "kind": kind,
+                "verbs": list(verbs),
+            }
+            if g != rt.group or v != rt.version:
+                sub_entry["group"] = g
+                sub_entry["version"] = v
+            resources.append(sub_entry)
+    gv = f"{group}/{version}" if group else version
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources,
+    }
+
+
+def _group(registry: Registry, group: str) -> JSON:
+    versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
+    return {"name": group, "versions": versions, "preferredVersion": versions[0]}
+
+
+def _aggregated_group(registry: Registry, group: str) -> JSON:
+    versions = []
+    for v in registry.versions(group):
+        resources = []
+        for rt in sorted(registry.resources(group, v), key=lambda r: r.resource):
+            entry: JSON = {
+                "resource": rt.resource,
+                "responseKind": {"group": rt.group, "version": rt.version, "kind": rt.kind},
+                "scope": "Namespaced" if rt.namespaced else "Cluster",
+                "singularResource": rt.singular,
+                "verbs": sorted(rt.verbs),
+            }
+            if rt.short_names:
+                entry["shortNames"] = list(rt.short_names)
+            if rt.categories:
+                entry["categories"] = list(rt.categories)
+            subs = []
+            for sub in sorted(rt.subresources):
+                g, sv, kind, verbs = _subresource_kind(rt, sub)
+                subs.append(
+                    {
+                        "subresource": sub,
+                        "responseKind": {"group": g, "version": sv, "kind": kind},
+                        "verbs": list(verbs),
+                    }
+                )
+            if subs:
+                entry["subresources"] = subs
+            resources.append(entry)
+        versions.append({"version": v, "resources": resources, "freshness": "Current"})
+    meta: JSON = {"creationTimestamp": None}
+    if group:
+        meta["name"] = group
+    return {"metadata": meta, "versions": versions}
+
+
+def _aggregated(registry: Registry, legacy: bool, api_version: str) -> JSON:
+    groups = [g for g in registry.groups() if (g == "") == legacy]
+    return {
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": api_version,
+        "metadata": {},
+        "items": [_aggregated_group(registry, g) for g in groups],
+    }
+
+
+def _aggregated_choice(accept: str) -> str | None:
+    for part in accept.split(","):
+        p = part.replace(" ", "")
+        if "g=apidiscovery.k8s.io" in p and "as=APIGroupDiscoveryList" in p:
+            if "v=v2beta1" in p:
+                return "v2beta1"
+            if "v=v2" in p:
+                return "v2"
+        elif p.startswith(("application/json", "*/*")):
+            return None
+    return None
+
+
+def discovery_response(registry: Registry, req: ApiRequest, host: str) -> ApiResponse | None:
+    """Answer a discovery path, or None when the path is not one."""
+    segs = [s for s in req.path.strip("/").split("/") if s]
+    if not segs or segs[0] not in ("api", "apis"):
+        return None
+    accept = req.headers.get("accept", "")
+    if len(segs) == 1:
+        legacy = segs[0] == "api"
+        choice = _aggregated_choice(accept)
+        if choice is not None:
+            ct = AGG_V2 if choice == "v2" else AGG_V2BETA1
+            return _json(_aggregated(registry, legacy, f"apidiscovery.k8s.io/{choice}"), ct)
+        if legacy:
+            return _json(
+                {
+                    "kind": "APIVersions",
+                    "versions": registry.versions("") or ["v1"],
+                    "serverAddressByClientCIDRs": [
+                        {"clientCIDR": "0.0.0.0/0", "serverAddress": host}
+                    ],
+                }
+            )
+        groups = [_group(registry, g) for g in registry.groups() if g]
+        return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    if segs[0] == "api":
+        if len(segs) == 2 and segs[1] in registry.versions(""):
+            return _json(api_resource_list(registry, "", segs[1]))
+        return None
+    group = segs[1]
+    if group not in registry.groups() or not group:
+        return None
+    if len(segs) == 2:
+        return _json({"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)})
+    if len(segs) == 3 and segs[2] in registry.versions(group):
+        return _json(api_resource_list(registry, group, segs[2]))
+    return None
+
+
+def version_response(version: JSON | None = None) -> ApiResponse:
+    return _json(version or DEFAULT_VERSION)
+
+
+def health_response(req: ApiRequest) -> ApiResponse | None:
+    path = req.path.rstrip("/") or "/"
+    for base, checks in HEALTH_CHECKS.items():
+        if path == base:
+            if req.query.get("verbose") is not None:
+                lines = "".join(f"[+]{c} ok\n" for c in checks)
+                text = f"{lines}{base.strip('/')} check passed\n"
+            else:
+                text = "ok"
+            return ApiResponse(200, text.encode(), {"content-type": "text/plain; charset=utf-8"})
+        if path.startswith(base + "/") and path[len(base) + 1 :] in checks:
+            return ApiResponse(200, b"ok", {"content-type": "text/plain; charset=utf-8"})
+    return None

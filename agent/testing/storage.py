@@ -1,0 +1,319 @@
+"""Object storage with one revision counter, like etcd under kube-apiserver.
+
+Stored objects are never mutated: every write stores a new dict, so readers,
+watch events and history can share them. Each object keeps its JSON body
+serialized once (without kind/apiVersion, which the handlers put in front), so
+that GET and watch fan-out cost one concatenation, not a serialization.
+
+Each (group, resource) keeps a bounded window of its recent events. A watch or
+an exact read from before the window is answered with 410 Expired, as the watch
+cache and etcd compaction do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import errors
+
+JSON = dict[str, Any]
+GR = tuple[str, str]
+
+_dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def encode_body(obj: JSON) -> bytes:
+    """The object's JSON without kind and apiVersion (those are written per request)."""
+    body = {k: v for k, v in obj.items() if k != "kind" and k != "apiVersion"}
+    return _dumps(body).encode()
+
+
+@dataclass(slots=True)
+class Stored:
+    obj: JSON
+    body: bytes
+    rv: int
+
+
+@dataclass(slots=True)
+class Event:
+    type: str  # ADDED, MODIFIED, DELETED
+    rv: int
+    namespace: str
+    name: str
+    obj: JSON
+    body: bytes
+    prev: JSON | None = None
+    # Serialized watch lines per apiVersion, filled by the first watcher that needs one.
+    lines: dict[str, bytes] = field(default_factory=dict)
+
+
+class Watcher:
+    """One open watch: a queue fed by the storage, drained by the HTTP stream."""
+
+    def __init__(self, store: ResourceStore, namespace: str) -> None:
+        self.store = store
+        self.namespace = namespace
+        self.queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self.closed = False
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.store.watchers.discard(self)
+            self.queue.put_nowait(None)
+
+
+class ResourceStore:
+    def __init__(self, gr: GR, history_size: int, floor: int) -> None:
+        self.gr = gr
+        self.objects: dict[str, dict[str, Stored]] = {}
+        self.history: deque[Event] = deque()
+        self.history_size = history_size
+        # Events at or below `floor` are gone from the window.
+        self.floor = floor
+        self.watchers: set[Watcher] = set()
+        self.count = 0
+
+
+Listener = Callable[[GR, Event], None]
+
+
+class Storage:
+    def __init__(self, history_size: int = 10000) -> None:
+        self._revision = 1
+        self._stores: dict[GR, ResourceStore] = {}
+        self.history_size = history_size
+        self._compacted = 0
+        # Called synchronously after every write (garbage collector, CRD and namespace controllers).
+        self.listeners: builtins.list[Listener] = []
+        self._rv_waiters: builtins.list[tuple[int, asyncio.Future[None]]] = []
+
+    # --- reading ---
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    def _store(self, gr: GR) -> ResourceStore:
+        store = self._stores.get(gr)
+        if store is None:
+            store = ResourceStore(gr, self.history_size, self._compacted)
+            self._stores[gr] = store
+        return store
+
+    def get_stored(self, gr: GR, namespace: str, name: str) -> Stored | None:
+        store = self._stores.get(gr)
+        if store is None:
+            return None
+        by_name = store.objects.get(namespace)
+        return by_name.get(name) if by_name else None
+
+    def get(self, gr: GR, namespace: str, name: str) -> JSON | None:
+        stored = self.get_stored(gr, namespace, name)
+        return stored.obj if stored else None
+
+    def list_stored(self, gr: GR, namespace: str | None = None) -> builtins.list[Stored]:
+        """Current objects sorted by (namespace, name), as etcd keys sort."""
+        store = self._stores.get(gr)
+        if store is None:
+            return []
+        if namespace is not None:
+            by_name = store.objects.get(namespace, {})
+            return [by_name[n] for n in sorted(by_name)]
+        out: builtins.list[Stored] = []
+        for ns in sorted(store.objects):
+            by_name = store.objects[ns]
+            out.extend(by_name[n] for n in sorted(by_name))
+        return out
+
+    def list(self, gr: GR, namespace: str | None = None) -> builtins.list[JSON]:
+        return [s.obj for s in self.list_stored(gr, namespace)]
+
+    def count(self, gr: GR, namespace: str | None = None) -> int:
+        store = self._stores.get(gr)
+        if store is None:
+            return 0
+        if namespace is None:
+            return store.count
+        return len(store.objects.get(namespace, {}))
+
+    def namespaces_with_content(self, namespace: str) -> builtins.list[GR]:
+        return [gr for gr, st in self._stores.items() if st.objects.get(namespace)]
+
+    def floor(self, gr: GR) -> int:
+        store = self._stores.get(gr)
+        return store.floor if store else self._compacted
+
+    def snapshot(self, gr: GR, namespace: str | None, rv: int) -> builtins.list[JSON]:
+        """Objects as they were at revision `rv` (rewinding the event window), sorted by key."""
+        store = self._stores.get(gr)
+        if store is None:
+            return []
+        if rv < store.floor:
+            raise errors.gone("The resourceVersion for the provided list is too old.")
+        state: dict[tuple[str, str], JSON] = {}
+        for ns, by_name in store.objects.items():
+            if namespace is None or ns == namespace:
+                for name, stored in by_name.items():
+                    state[(ns, name)] = stored.obj
+        for ev in reversed(store.history):
+            if ev.rv <= rv:
+                break
+            if namespace is not None and ev.namespace != namespace:
+                continue
+            key = (ev.namespace, ev.name)
+            if ev.type == "ADDED":
+                state.pop(key, None)
+            elif ev.prev is not None:
+                state[key] = ev.prev
+        return [state[k] for k in sorted(state)]
+
+    # --- writing ---
+
+    def _next(self) -> int:
+        self._revision += 1
+        return self._revision
+
+    def _record(self, store: ResourceStore, ev: Event) -> None:
+        store.history.append(ev)
+        while len(store.history) > store.history_size:
+            store.floor = store.history.popleft().rv
+        ns = ev.namespace
+        for w in list(store.watchers):
+            if not w.namespace or w.namespace == ns:
+                w.queue.put_nowait(ev)
+        for listener in list(self.listeners):
+            listener(store.gr, ev)
+        if self._rv_waiters:
+            self._wake()
+
+    def _wake(self) -> None:
+        rest = []
+        for rv, fut in self._rv_waiters:
+            if self._revision >= rv:
+                if not fut.done():
+                    fut.set_result(None)
+            else:
+                rest.append((rv, fut))
+        self._rv_waiters = rest
+
+    def _stamp(self, obj: JSON, rv: int) -> JSON:
+        meta = obj.get("metadata")
+        obj["metadata"] = dict(meta) if isinstance(meta, dict) else {}
+        obj["metadata"]["resourceVersion"] = str(rv)
+        return obj
+
+    def create(self, gr: GR, obj: JSON) -> Stored:
+        """Store a new object (the caller checked it does not exist); emits ADDED."""
+        store = self._store(gr)
+        rv = self._next()
+        obj = self._stamp(obj, rv)
+        ns = obj["metadata"].get("namespace", "")
+        name = obj["metadata"]["name"]
+        stored = Stored(obj, encode_body(obj), rv)
+        store.objects.setdefault(ns, {})[name] = stored
+        store.count += 1
+        self._record(store, Event("ADDED", rv, ns, name, obj, stored.body))
+        return stored
+
+    def update(self, gr: GR, obj: JSON) -> Stored:
+        store = self._store(gr)
+        meta = obj["metadata"]
+        ns = meta.get("namespace", "")
+        name = meta["name"]
+        prev = store.objects[ns][name]
+        rv = self._next()
+        obj = self._stamp(obj, rv)
+        stored = Stored(obj, encode_body(obj), rv)
+        store.objects[ns][name] = stored
+        self._record(store, Event("MODIFIED", rv, ns, name, obj, stored.body, prev.obj))
+        return stored
+
+    def delete(self, gr: GR, namespace: str, name: str) -> Stored:
+        """Remove an object; the DELETED event carries the deletion revision, as etcd's watch."""
+        store = self._store(gr)
+        by_name = store.objects[namespace]
+        prev = by_name.pop(name)
+        if not by_name:
+            del store.objects[namespace]
+        store.count -= 1
+        rv = self._next()
+        final = self._stamp(dict(prev.obj), rv)
+        self._record(
+            store, Event("DELETED", rv, namespace, name, final, encode_body(final), prev.obj)
+        )
+        return prev
+
+    def drop_resource(self, gr: GR) -> None:
+        """Forget a whole resource (CRD removed): its watchers end."""
+        store = self._stores.pop(gr, None)
+        if store:
+            for w in list(store.watchers):
+                w.close()
+
+    # --- watching ---
+
+    def watch(
+        self, gr: GR, namespace: str, since: int | None
+    ) -> tuple[Watcher, builtins.list[Event]]:
+        """Register a watcher; returns it with the events after `since` (None: none).
+
+        Raises 410 Expired when `since` is older than the window, with the watch
+        cache's message.
+        """
+        store = self._store(gr)
+        backlog: builtins.list[Event] = []
+        if since is not None:
+            if since < store.floor:
+                raise errors.gone(f"too old resource version: {since} ({store.floor})")
+            for ev in store.history:
+                if ev.rv > since and (not namespace or ev.namespace == namespace):
+                    backlog.append(ev)
+        watcher = Watcher(store, namespace)
+        store.watchers.add(watcher)
+        return watcher, backlog
+
+    def watcher_count(self, gr: GR | None = None) -> int:
+        if gr is not None:
+            store = self._stores.get(gr)
+            return len(store.watchers) if store else 0
+        return sum(len(s.watchers) for s in self._stores.values())
+
+    async def wait_for_revision(self, rv: int, timeout: float) -> bool:
+        """Wait until the revision reaches `rv`; False after `timeout` seconds."""
+        if self._revision >= rv:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._rv_waiters.append((rv, fut))
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            self._rv_waiters = [(r, f) for r, f in self._rv_waiters if f is not fut]
+
+    # --- fault injection ---
+
+    def compact(self) -> int:
+        """Drop all event history: watches and exact reads from before now get 410."""
+        self._compacted = self._revision
+        for store in self._stores.values():
+            store.history.clear()
+            store.floor = self._revision
+        return self._revision
+
+    def close_all_watches(self) -> int:
+        n = 0
+        for store in self._stores.values():
+            for w in list(store.watchers):
+                w.close()
+                n += 1
+        return n
