@@ -1,0 +1,104 @@
+"""`karmada-agent` (and `python -m agent`): flags -> Options -> logging -> agent.app.run."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import fields
+from datetime import timedelta
+from typing import Any, cast
+
+from agent.logs import configure_logging, get_logger
+from agent.options import (
+    PROGRAM,
+    HelpRequested,
+    Options,
+    OptionsError,
+    format_duration,
+    parse_options,
+)
+from agent.version import VERSION, build_info
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+RunFunction = Callable[[Options], Coroutine[Any, Any, int | None]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["version"]:
+        return _version(args[1:])
+    try:
+        options = parse_options(args)
+    except HelpRequested as shown:
+        sys.stdout.write(shown.text)
+        return EXIT_OK
+    except OptionsError as error:
+        for problem in error.problems:
+            print(f"Error: {problem}", file=sys.stderr)
+        print(f"Run '{PROGRAM} --help' for usage.", file=sys.stderr)
+        return EXIT_FAILURE
+
+    configure_logging(verbosity=options.verbosity, log_format=options.log_format)
+    log = get_logger(PROGRAM)
+    log.info(
+        "starting",
+        version=VERSION,
+        cluster=options.cluster_name,
+        controllers=sorted(options.enabled_controllers()),
+    )
+    if options.verbosity >= 1:
+        log.info("flags", **describe_options(options))
+    if options.ignored_flags:
+        log.warning(
+            "ignoring klog flags this agent does not use", flags=list(options.ignored_flags)
+        )
+    if options.enable_pprof:
+        log.warning("--enable-pprof has no effect: this agent has no pprof endpoint")
+
+    try:
+        run = _load_run()
+        result = asyncio.run(run(options))
+    except KeyboardInterrupt:
+        log.info("interrupted")
+        return EXIT_INTERRUPTED
+    except Exception:
+        log.exception("karmada-agent failed")
+        return EXIT_FAILURE
+    return result if isinstance(result, int) else EXIT_OK
+
+
+def _version(extra: Sequence[str]) -> int:
+    if any(arg in ("-h", "--help") for arg in extra):
+        print(f"Usage: {PROGRAM} version\n\nPrint the version and build information.")
+        return EXIT_OK
+    if extra:
+        print(f"Error: {PROGRAM} version takes no arguments, got {extra[0]!r}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(build_info().render(PROGRAM))
+    return EXIT_OK
+
+
+def _load_run() -> RunFunction:
+    # Imported here so that `version`, `--help` and flag errors never load the whole agent.
+    module = importlib.import_module("agent.app")
+    return cast(RunFunction, module.run)
+
+
+def describe_options(options: Options) -> dict[str, Any]:
+    """The effective flags as plain values for the start-up log line (no secrets live in flags)."""
+    described: dict[str, Any] = {}
+    for item in fields(options):
+        value = getattr(options, item.name)
+        if isinstance(value, timedelta):
+            value = format_duration(value)
+        elif isinstance(value, tuple):
+            value = list(value)
+        elif item.name == "feature_gates":
+            value = dict(value)
+        described[item.name] = value
+    return described

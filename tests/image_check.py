@@ -1,0 +1,330 @@
+"""`make image-check`: prove the image recipe without a Docker engine.
+
+1. Reads the Dockerfile and checks it: multi-stage, the builder's Python minor equals the runtime
+   image's, every COPY source exists in the build context (and .dockerignore lets it through),
+   COPY --from names a stage, the runtime stage runs no commands (no package manager, no compiler)
+   and runs as a numeric non-root user, the exec-form ENTRYPOINT is the venv's karmada-agent, the
+   OCI source/version labels are set and VERSION matches agent/version.py and pyproject.toml, and
+   the path the deploy/ Deployment starts is one the image provides.
+2. Repeats the Dockerfile's install: builds the wheel, installs it into a fresh venv without pip,
+   and runs `karmada-agent version` and `karmada-agent --help` from it, also from a copy of the
+   console script elsewhere (as the image's /bin/karmada-agent is).
+
+Exits 0 when everything holds; otherwise prints every failure and exits 1.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+DOCKERFILE = REPO / "Dockerfile"
+DOCKERIGNORE = REPO / ".dockerignore"
+DEPLOYMENT = REPO / "deploy" / "base" / "deployment.yaml"
+VENV_PATH = "/opt/venv"
+# Python minor of each Debian release, for matching distroless/debian base images.
+DEBIAN_PYTHON = {"11": "3.9", "12": "3.11", "13": "3.13"}
+COMMAND_TIMEOUT = 120
+
+
+@dataclass
+class Instruction:
+    keyword: str
+    args: str
+    line: int
+
+
+@dataclass
+class Stage:
+    base: str
+    name: str
+    line: int
+    instructions: list[Instruction] = field(default_factory=list)
+
+
+class Failures:
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def check(self, condition: bool, message: str) -> None:
+        if not condition:
+            self.messages.append(message)
+
+
+def parse_dockerfile(text: str) -> tuple[dict[str, str], list[Stage]]:
+    """Global ARG defaults and the stages, with continuation lines joined."""
+    global_args: dict[str, str] = {}
+    stages: list[Stage] = []
+    logical: list[tuple[int, str]] = []
+    buffer, start = "", 0
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not buffer and (not stripped or stripped.startswith("#")):
+            continue
+        if not buffer:
+            start = number
+        if stripped.endswith("\\"):
+            buffer += stripped[:-1] + " "
+            continue
+        logical.append((start, buffer + stripped))
+        buffer = ""
+    for number, line in logical:
+        keyword, _, args = line.partition(" ")
+        keyword = keyword.upper()
+        args = args.strip()
+        if keyword == "FROM":
+            words = args.split()
+            words = [w for w in words if not w.startswith("--platform")]
+            name = words[2] if len(words) >= 3 and words[1].lower() == "as" else ""
+            stages.append(Stage(base=words[0], name=name, line=number))
+        elif not stages and keyword == "ARG":
+            key, _, default = args.partition("=")
+            global_args[key.strip()] = default.strip().strip('"')
+        elif stages:
+            stages[-1].instructions.append(Instruction(keyword, args, number))
+    return global_args, stages
+
+
+def dockerignore_allows(path: str, patterns: list[str]) -> bool:
+    """Docker's rule: the last matching pattern decides; a '!' pattern re-includes."""
+    allowed = True
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        body = pattern[1:] if negated else pattern
+        body = body.rstrip("/")
+        parts = path.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        if any(fnmatch.fnmatch(prefix, body) for prefix in prefixes):
+            allowed = negated
+    return allowed
+
+
+def python_minor_of_image(image: str) -> str | None:
+    match = re.search(r"debian(\d+)", image)
+    if match:
+        return DEBIAN_PYTHON.get(match.group(1))
+    match = re.search(r"python:?(\d+\.\d+)", image)
+    return match.group(1) if match else None
+
+
+def check_dockerfile(failures: Failures, expected_version: str) -> None:
+    global_args, stages = parse_dockerfile(DOCKERFILE.read_text())
+    failures.check(len(stages) >= 2, "Dockerfile: not multi-stage (needs a builder and a runtime)")
+    if len(stages) < 2:
+        return
+    runtime, builders = stages[-1], stages[:-1]
+    stage_names = {stage.name for stage in builders if stage.name}
+
+    failures.check(
+        global_args.get("VERSION") == expected_version,
+        f"Dockerfile: ARG VERSION={global_args.get('VERSION')!r}, agent/version.py says "
+        f"{expected_version!r}",
+    )
+
+    # Same Python minor in the builder (the venv's interpreter) and the runtime.
+    runtime_minor = python_minor_of_image(runtime.base)
+    builder_text = " ".join(i.args for stage in builders for i in stage.instructions)
+    builder_minors = set(re.findall(r"python(3\.\d+)", builder_text))
+    failures.check(
+        runtime_minor is not None, f"Dockerfile: cannot tell the Python of {runtime.base}"
+    )
+    failures.check(
+        builder_minors == {runtime_minor},
+        f"Dockerfile: builder uses Python {sorted(builder_minors)}, runtime {runtime_minor}",
+    )
+    for stage in builders:
+        base_minor = python_minor_of_image(stage.base)
+        failures.check(
+            base_minor in (None, runtime_minor),
+            f"Dockerfile: builder base {stage.base} has Python {base_minor}, runtime {runtime_minor}",
+        )
+
+    ignore = [
+        line.strip()
+        for line in DOCKERIGNORE.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ] if DOCKERIGNORE.exists() else []  # fmt: skip
+    failures.check(DOCKERIGNORE.exists(), ".dockerignore is missing")
+
+    for stage in stages:
+        for instruction in stage.instructions:
+            if instruction.keyword not in ("COPY", "ADD"):
+                continue
+            words = shlex.split(instruction.args)
+            flags = [w for w in words if w.startswith("--")]
+            paths = [w for w in words if not w.startswith("--")]
+            sources = paths[:-1]
+            source_stage = next(
+                (f.split("=", 1)[1] for f in flags if f.startswith("--from=")), None
+            )
+            where = f"Dockerfile:{instruction.line}"
+            if source_stage is not None:
+                failures.check(
+                    source_stage in stage_names,
+                    f"{where}: COPY --from={source_stage} names no earlier stage",
+                )
+                continue
+            for source in sources:
+                failures.check((REPO / source).exists(), f"{where}: COPY source {source} missing")
+                failures.check(
+                    dockerignore_allows(source.rstrip("/"), ignore),
+                    f"{where}: COPY source {source} is excluded by .dockerignore",
+                )
+
+    keywords = [i.keyword for i in runtime.instructions]
+    failures.check(
+        "RUN" not in keywords,
+        "Dockerfile: the runtime stage must not RUN anything (no shell, no package manager)",
+    )
+
+    users = [i.args for i in runtime.instructions if i.keyword == "USER"]
+    failures.check(bool(users), "Dockerfile: runtime stage sets no USER")
+    if users:
+        user, _, group = users[-1].partition(":")
+        failures.check(
+            user.isdigit() and int(user) != 0 and (not group or (group.isdigit())),
+            f"Dockerfile: USER {users[-1]!r} must be numeric and non-root (like 65532:65532)",
+        )
+
+    entrypoints = [i.args for i in runtime.instructions if i.keyword == "ENTRYPOINT"]
+    failures.check(bool(entrypoints), "Dockerfile: runtime stage has no ENTRYPOINT")
+    if entrypoints:
+        try:
+            entry = json.loads(entrypoints[-1])
+        except json.JSONDecodeError:
+            entry = None
+        failures.check(
+            isinstance(entry, list) and entry[:1] == [f"{VENV_PATH}/bin/karmada-agent"],
+            f"Dockerfile: ENTRYPOINT {entrypoints[-1]} must be the exec form "
+            f'["{VENV_PATH}/bin/karmada-agent", ...]',
+        )
+
+    labels = " ".join(i.args for i in runtime.instructions if i.keyword == "LABEL")
+    for key in ("org.opencontainers.image.source", "org.opencontainers.image.version"):
+        failures.check(key in labels, f"Dockerfile: runtime stage lacks LABEL {key}")
+
+    # Paths the image provides: the venv and whatever is copied to an absolute destination.
+    provided = {f"{VENV_PATH}/bin/karmada-agent"}
+    for instruction in runtime.instructions:
+        if instruction.keyword == "COPY":
+            provided.add(shlex.split(instruction.args)[-1])
+    command = deployment_command()
+    failures.check(
+        bool(command) and command[0] in provided,
+        f"deploy/base/deployment.yaml starts {command[:1]}, which the image does not provide "
+        f"({sorted(provided)})",
+    )
+
+
+def deployment_command() -> list[str]:
+    deployment = yaml.safe_load(DEPLOYMENT.read_text())
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    agent = next(c for c in containers if c["name"] == "karmada-agent")
+    return list(agent.get("command") or [])
+
+
+def run(argv: list[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        check=False,
+        env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+
+
+def check_install(failures: Failures, expected_version: str, workdir: Path) -> None:
+    wheels, venv = workdir / "wheels", workdir / "venv"
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(wheels),
+         str(REPO)]
+    )  # fmt: skip
+    if built.returncode != 0:
+        failures.check(False, f"building the wheel failed:\n{built.stderr[-3000:]}")
+        return
+    wheel_files = sorted(wheels.glob("*.whl"))
+    failures.check(len(wheel_files) == 1, f"expected one wheel, got {wheel_files}")
+    if not wheel_files:
+        return
+    failures.check(
+        f"-{expected_version}-" in wheel_files[0].name,
+        f"wheel {wheel_files[0].name} does not carry version {expected_version}",
+    )
+    created = run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
+    if created.returncode != 0:
+        failures.check(False, f"creating the venv failed:\n{created.stderr[-2000:]}")
+        return
+    installed = run(
+        [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
+         "--quiet", "--only-binary=:all:", str(wheel_files[0])]
+    )  # fmt: skip
+    if installed.returncode != 0:
+        failures.check(False, f"installing the wheel failed:\n{installed.stderr[-3000:]}")
+        return
+    failures.check(not (venv / "bin" / "pip").exists(), "the runtime venv must not contain pip")
+
+    script = venv / "bin" / "karmada-agent"
+    copied = workdir / "bin" / "karmada-agent"  # like the image's /bin/karmada-agent
+    copied.parent.mkdir()
+    shutil.copy2(script, copied)
+    for executable in (script, copied):
+        version = run([str(executable), "version"], cwd=workdir)
+        failures.check(
+            version.returncode == 0 and f'GitVersion:"v{expected_version}"' in version.stdout,
+            f"{executable} version: exit {version.returncode}, output "
+            f"{version.stdout.strip()!r} {version.stderr.strip()[-500:]!r}",
+        )
+        shown = run([str(executable), "--help"], cwd=workdir)
+        failures.check(
+            shown.returncode == 0 and "--cluster-name" in shown.stdout,
+            f"{executable} --help: exit {shown.returncode}, {shown.stderr.strip()[-500:]!r}",
+        )
+    invalid = run([str(script), "--cluster-name=Not_Valid"], cwd=workdir)
+    failures.check(
+        invalid.returncode == 1 and "--cluster-name" in invalid.stderr,
+        f"an invalid flag must exit 1 naming it; got {invalid.returncode} {invalid.stderr!r}",
+    )
+
+
+def main() -> int:
+    started = time.monotonic()
+    sys.path.insert(0, str(REPO))
+    from agent.version import VERSION
+
+    failures = Failures()
+    project_version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"].get("version")
+    failures.check(
+        project_version in (None, VERSION),
+        f"pyproject.toml version {project_version!r} != agent/version.py {VERSION!r}",
+    )
+    check_dockerfile(failures, VERSION)
+    with tempfile.TemporaryDirectory(prefix="image-check-") as tmp:
+        check_install(failures, VERSION, Path(tmp))
+    elapsed = time.monotonic() - started
+    if failures.messages:
+        print(f"image-check: {len(failures.messages)} problem(s):", file=sys.stderr)
+        for message in failures.messages:
+            print(f"  - {message}", file=sys.stderr)
+        return 1
+    print(f"image-check: ok (Dockerfile, wheel, venv install, version/--help) in {elapsed:.0f}s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
