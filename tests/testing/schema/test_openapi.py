@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent.testing.openapi import openapi_response
+from agent.testing.protobuf import iter_fields
 from agent.testing.schema import TypeSchema, builtin_schema, crd_schema
 from agent.testing.wire import ApiRequest
 
@@ -40,7 +41,7 @@ class FakeType:
 class FakeRegistry:
     items: list[FakeType] = field(default_factory=list)
 
-    def all_types(self) -> list[FakeType]:
+    def all(self) -> list[FakeType]:
         return self.items
 
 
@@ -221,7 +222,7 @@ def test_documents_follow_registry_changes(registry: FakeRegistry) -> None:
     assert "apis/example.com/v1" not in second["paths"]
 
 
-def test_v2_json_and_protobuf_only_is_406(registry: FakeRegistry) -> None:
+def test_v2_json_and_protobuf(registry: FakeRegistry) -> None:
     status, _, doc = get(registry, "/openapi/v2", accept="application/json")
     assert status == 200
     assert doc["swagger"] == "2.0"
@@ -231,11 +232,29 @@ def test_v2_json_and_protobuf_only_is_406(registry: FakeRegistry) -> None:
     patch = doc["paths"]["/apis/apps/v1/namespaces/{namespace}/deployments/{name}"]["patch"]
     assert "fieldValidation" in {p["name"] for p in patch["parameters"]}
     assert "#/components/" not in json.dumps(doc)
-    status, _, body = get(
+    # kube-apiserver serves the v2 document as gnostic protobuf too; kubectl <= 1.28 asks only
+    # for that (the "@" spelling) and its client-side apply needs it.
+    resp = openapi_response(
         registry,
-        "/openapi/v2",
-        accept="application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        ApiRequest.from_target(
+            "GET",
+            "/openapi/v2",
+            headers={"accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+        ),
     )
+    assert resp.status == 200
+    assert (
+        resp.headers["content-type"] == "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+    )
+    fields = {n: v for n, _, v in iter_fields(resp.body) if n in (1, 9)}
+    assert fields[1] == b"2.0"  # Document.swagger
+    names = {
+        bytes(dict((n, v) for n, _, v in iter_fields(named))[1])  # NamedSchema.name
+        for _, _, named in iter_fields(fields[9])  # Definitions.additional_properties
+        if isinstance(named, bytes)
+    }
+    assert b"io.k8s.apimachinery.pkg.util.intstr.IntOrString" in names
+    status, _, body = get(registry, "/openapi/v2", accept="text/html")
     assert (status, body) == (406, b"")
 
 

@@ -1,0 +1,332 @@
+"""The agent process: clients -> serving -> registration -> (leader election) -> controllers.
+
+`run(options)` is what `karmada-agent` runs. It returns the exit code: 0 after SIGTERM/SIGINT
+(controllers stopped, leadership released, clients closed), 1 when start-up fails or when this
+replica loses leadership (the Deployment restarts the pod, as controller-runtime's manager does,
+so a replica never keeps running controllers it no longer owns).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import socket
+import uuid
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import CollectorRegistry
+
+from agent.context import AgentContext, Runnable
+from agent.controllers.manager import ControllerManager
+from agent.controllers.member_objects import MemberObjects
+from agent.events import EventRecorder
+from agent.karmada.names import leader_election_id
+from agent.kube.client import KubeClient
+from agent.kube.config import ClientConfig, ConfigError, load_client_config, load_kubeconfig
+from agent.kube.discovery import RESTMapper
+from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from agent.kube.transport import Transport
+from agent.logs import bind_contextvars, get_logger
+from agent.metrics import AgentMetrics
+from agent.options import Options
+from agent.registration import RegistrationError, RegistrationResult, register
+from agent.serving import Serving
+from agent.version import VERSION
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+USER_AGENT = f"karmada-agent/v{VERSION} (python)"
+REGISTRATION_RETRY_MAX = 30.0
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+
+log = get_logger("karmada-agent.app")
+
+
+async def load_karmada_config(options: Options) -> ClientConfig:
+    """--karmada-kubeconfig/--karmada-context, else KUBECONFIG or ~/.kube/config.
+
+    Never the in-cluster config: inside the member's pod that is the member itself, and
+    registering the member with itself would be worse than failing.
+    """
+    try:
+        config = await load_kubeconfig(
+            options.karmada_kubeconfig or None,
+            options.karmada_context or None,
+            user_agent=USER_AGENT,
+        )
+    except ConfigError as exc:
+        raise ConfigError(
+            f"cannot load the Karmada control plane's kubeconfig: {exc} "
+            "(set --karmada-kubeconfig, and --karmada-context if needed)"
+        ) from exc
+    return config.with_rate_limits(options.kube_api_qps, options.kube_api_burst)
+
+
+async def load_member_config(options: Options) -> ClientConfig:
+    """--kubeconfig, else the pod's in-cluster config, else KUBECONFIG / ~/.kube/config."""
+    try:
+        config = await load_client_config(options.kubeconfig or None, user_agent=USER_AGENT)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"cannot load the member cluster's configuration: {exc} "
+            "(set --kubeconfig, or run in a pod with a ServiceAccount)"
+        ) from exc
+    return config.with_rate_limits(options.cluster_api_qps, options.cluster_api_burst)
+
+
+class Agent:
+    """One agent process. Tests drive it in-process with `stop_event` and no signal handlers."""
+
+    def __init__(
+        self,
+        options: Options,
+        *,
+        registry: CollectorRegistry | None = None,
+        stop_event: asyncio.Event | None = None,
+        install_signal_handlers: bool = True,
+        identity: str | None = None,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+    ) -> None:
+        self.options = options
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.metrics = AgentMetrics(self.registry)
+        self.stop_event = stop_event or asyncio.Event()
+        self.install_signal_handlers = install_signal_handlers
+        self.identity = identity or f"{socket.gethostname()}_{uuid.uuid4()}"
+        self.shutdown_timeout = shutdown_timeout
+        self.log = log.bind(cluster=options.cluster_name)
+        self.karmada: KubeClient | None = None
+        self.member: KubeClient | None = None
+        self.serving: Serving | None = None
+        self.registration: RegistrationResult | None = None
+        self.manager: ControllerManager | None = None
+        self.elector: LeaderElector | None = None
+        self.events: EventRecorder | None = None
+        self.leading = asyncio.Event()
+        self.lost_leadership = False
+
+    # --- readiness ---------------------------------------------------------------------------
+
+    def ready(self) -> tuple[bool, str]:
+        if self.registration is None:
+            return False, "cluster registration has not finished"
+        if self.manager is not None and not self.manager.has_synced():
+            return False, "controller caches have not synced"
+        return True, ""
+
+    # --- the whole life ------------------------------------------------------------------------
+
+    async def run(self) -> int:
+        bind_contextvars(cluster=self.options.cluster_name)
+        loop = asyncio.get_running_loop()
+        installed: list[signal.Signals] = []
+        if self.install_signal_handlers:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                with contextlib.suppress(NotImplementedError, RuntimeError):
+                    loop.add_signal_handler(sig, self._on_signal, sig)
+                    installed.append(sig)
+        try:
+            return await self._run()
+        finally:
+            for sig in installed:
+                loop.remove_signal_handler(sig)
+            await self._close()
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        self.log.info("signal received; shutting down", signal=sig.name)
+        self.stop_event.set()
+
+    async def _run(self) -> int:
+        try:
+            karmada_config = await load_karmada_config(self.options)
+            member_config = await load_member_config(self.options)
+        except ConfigError as exc:
+            self.log.error("configuration error", error=str(exc))
+            return EXIT_FAILURE
+        self.karmada = KubeClient(Transport(karmada_config, metrics=self.metrics.client))
+        self.member = KubeClient(Transport(member_config, metrics=self.metrics.client))
+        self.log.info("clients ready", karmada=karmada_config.host, member=member_config.host)
+
+        self.serving = Serving(
+            health_address=self.options.health_probe_bind,
+            metrics_address=self.options.metrics_bind,
+            registry=self.registry,
+            ready=self.ready,
+        )
+        try:
+            await self.serving.start()
+        except OSError as exc:
+            self.log.error(
+                "cannot listen (check --health-probe-bind-address and --metrics-bind-address)",
+                error=str(exc),
+            )
+            return EXIT_FAILURE
+
+        registered = await self._until_stopped(self._register(member_config))
+        if registered is None:
+            return EXIT_OK if self.stop_event.is_set() else EXIT_FAILURE
+        if not registered:
+            return EXIT_FAILURE
+
+        ctx, shared = self._context()
+        if self.options.leader_elect:
+            return await self._run_with_leader_election(ctx, shared)
+        self.manager = ControllerManager(ctx, shared=shared, stop_timeout=self.shutdown_timeout)
+        await self.manager.start()
+        self.leading.set()
+        await self.stop_event.wait()
+        self.log.info("stopping controllers")
+        await self.manager.stop()
+        return EXIT_OK
+
+    async def _until_stopped(self, work: Awaitable[bool]) -> bool | None:
+        """Run `work` unless a stop is asked first (then None)."""
+        task = asyncio.ensure_future(work)
+        stopper = asyncio.ensure_future(self.stop_event.wait())
+        try:
+            await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+
+    async def _register(self, member_config: ClientConfig) -> bool:
+        assert self.karmada is not None
+        assert self.member is not None
+        delay = 1.0
+        while True:
+            try:
+                self.registration = await register(
+                    self.karmada, self.member, self.options, member_config=member_config
+                )
+            except RegistrationError as exc:
+                if not exc.retriable:
+                    self.log.error("registration failed", error=str(exc))
+                    return False
+                self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, REGISTRATION_RETRY_MAX)
+                continue
+            self.log.info(
+                "cluster registered",
+                cluster_id=self.registration.cluster_id,
+                execution_namespace=f"karmada-es-{self.options.cluster_name}",
+            )
+            return True
+
+    def _context(self) -> tuple[AgentContext, list[Runnable]]:
+        assert self.karmada is not None
+        assert self.member is not None
+        karmada_mapper = RESTMapper(self.karmada)
+        member_mapper = RESTMapper(self.member)
+        member_objects = MemberObjects(self.member, member_mapper, self.options)
+        self.events = EventRecorder(self.karmada, component="karmada-agent")
+        ctx = AgentContext(
+            options=self.options,
+            cluster_name=self.options.cluster_name,
+            karmada=self.karmada,
+            member=self.member,
+            karmada_mapper=karmada_mapper,
+            member_mapper=member_mapper,
+            member_objects=member_objects,
+            events=self.events,
+            metrics=self.metrics,
+        )
+        return ctx, [member_objects]
+
+    # --- leader election -----------------------------------------------------------------------
+
+    async def _run_with_leader_election(self, ctx: AgentContext, shared: list[Runnable]) -> int:
+        assert self.karmada is not None
+        o = self.options
+        config = LeaderElectionConfig(
+            namespace=o.leader_elect_resource_namespace,
+            name=leader_election_id(o.cluster_name),
+            identity=self.identity,
+            lease_duration=o.leader_elect_lease_duration.total_seconds(),
+            renew_deadline=o.leader_elect_renew_deadline.total_seconds(),
+            retry_period=o.leader_elect_retry_period.total_seconds(),
+        )
+        self.elector = LeaderElector(
+            self.karmada,
+            config,
+            on_started_leading=lambda: self._lead(ctx, shared),
+            on_new_leader=lambda holder: self.log.info("leader observed", leader=holder),
+        )
+        self.log.info(
+            "campaigning for leadership",
+            lease=f"{config.namespace}/{config.name}",
+            identity=self.identity,
+        )
+        election = asyncio.create_task(self.elector.run(), name="leader-election")
+        stopper = asyncio.create_task(self.stop_event.wait(), name="stop-wait")
+        try:
+            await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopper.cancel()
+        if election.done():
+            # run() returns only when leadership was lost (or never held and failed).
+            self.lost_leadership = True
+            self.log.error(
+                "leader election lost; exiting so that a fresh process campaigns again",
+                lease=f"{config.namespace}/{config.name}",
+            )
+            with contextlib.suppress(Exception):
+                election.result()
+            return EXIT_FAILURE
+        # Shutdown: cancelling run() stops the controllers, then releases the Lease.
+        election.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(election, self.shutdown_timeout + 5.0)
+        return EXIT_OK
+
+    async def _lead(self, ctx: AgentContext, shared: list[Runnable]) -> None:
+        self.log.info("became leader; starting controllers")
+        manager = ControllerManager(ctx, shared=shared, stop_timeout=self.shutdown_timeout)
+        self.manager = manager
+        self.leading.set()
+        try:
+            await manager.start()
+            await asyncio.Event().wait()  # lead until cancelled
+        finally:
+            self.leading.clear()
+            self.log.info("stopping controllers")
+            await manager.stop()
+
+    # --- cleanup -------------------------------------------------------------------------------
+
+    async def _close(self) -> None:
+        if self.events is not None:
+            # Let Event writes in flight finish while the clients are still open.
+            await self.events.stop()
+        if self.serving is not None:
+            await self.serving.stop()
+        for client in (self.karmada, self.member):
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    await client.close()
+
+
+async def run(
+    options: Options,
+    *,
+    stop_event: asyncio.Event | None = None,
+    install_signal_handlers: bool = True,
+    registry: CollectorRegistry | None = None,
+    on_agent: Callable[[Agent], None] | None = None,
+) -> int:
+    """karmada-agent's main coroutine; returns the process exit code."""
+    agent = Agent(
+        options,
+        registry=registry,
+        stop_event=stop_event,
+        install_signal_handlers=install_signal_handlers,
+    )
+    if on_agent is not None:
+        on_agent(agent)
+    return await agent.run()

@@ -1,0 +1,51 @@
+"""What every controller of the agent is given: the two API clients and shared machinery.
+
+`app.run` builds one AgentContext after registration; each controller module
+exposes `build(ctx) -> Runnable`, and the controller manager starts the enabled
+ones when this replica leads and stops them when it stops leading.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from .kube.client import KubeClient
+from .kube.discovery import RESTMapper
+from .options import Options
+
+if TYPE_CHECKING:
+    from .controllers.member_objects import MemberObjects
+    from .events import EventRecorder
+    from .metrics import AgentMetrics
+
+
+class Runnable(Protocol):
+    name: str
+
+    async def start(self) -> None:
+        """Start background work and return; failures inside are retried, never raised."""
+        ...
+
+    async def stop(self) -> None:
+        """Stop taking work, finish or abandon in-flight work, return within a bound."""
+        ...
+
+
+@dataclass
+class AgentContext:
+    options: Options
+    cluster_name: str
+    # The Karmada control plane (Works, Cluster, Lease, Events) and the member cluster.
+    karmada: KubeClient
+    member: KubeClient
+    karmada_mapper: RESTMapper
+    member_mapper: RESTMapper
+    # Member-side list+watch per resource type in use, shared by execution and workStatus.
+    member_objects: MemberObjects
+    events: EventRecorder
+    metrics: AgentMetrics
+
+    @property
+    def execution_namespace(self) -> str:
+        return f"karmada-es-{self.cluster_name}"

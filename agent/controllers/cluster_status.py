@@ -1,0 +1,479 @@
+"""clusterStatus: report the member's health and capacity on its Cluster object.
+
+Every --cluster-status-update-frequency (a periodic job, never overlapping itself):
+
+1. Read the Cluster; do nothing until karmada-controller-manager has put its finalizer
+   karmada.io/cluster-controller on it (as upstream).
+2. Probe the member: GET /readyz (falling back to /healthz on 404). No answer at all means
+   offline; an answer other than 200 means online but unhealthy.
+3. Turn that into the Ready condition, damped by --cluster-success-threshold and
+   --cluster-failure-threshold (the first observation after start is published at once).
+4. Offline or not Ready: write only the Ready condition. Online, healthy and Ready: start the
+   heartbeat (once; it then runs on its own), and collect kubernetesVersion, apiEnablements
+   (with the CompleteAPIEnablements condition) and, with --enable-cluster-resource-modeling,
+   nodeSummary/resourceSummary/allocatableModelings from Node and Pod watches on the member.
+5. PUT /status only when the status differs from the Cluster just read (conflicts retried), so a
+   steady member causes no Cluster writes: the Lease is the heartbeat.
+
+Deliberate difference: upstream counts any non-2xx answer of /readyz (other than 404) as
+"not reachable"; here a server that answers is reachable, and a non-200 answer gives
+ClusterNotReady, which tells the operator the member's API server is up but unhealthy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.context import AgentContext
+from agent.controllers.heartbeat import Heartbeat
+from agent.karmada import names
+from agent.karmada.conditions import find, new_condition, set_condition
+from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
+from agent.kube.client import GVR, KubeClient
+from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.discovery import api_enablements, discover
+from agent.kube.errors import ConflictError, KubeError, NotFoundError, TransportError
+from agent.kube.reflector import Reflector
+from agent.kube.store import Store
+from agent.metrics import AgentMetrics
+from agent.options import Options
+from agent.periodic import Periodic
+from agent.registration import CLUSTERS
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+NODES = GVR("", "v1", "nodes")
+PODS = GVR("", "v1", "pods")
+STATUS_WRITE_ATTEMPTS = 5
+PROBE_TIMEOUT = 10.0
+
+MESSAGE_READY = "the cluster is healthy and ready to accept workloads"
+MESSAGE_NOT_READY = "the cluster answers, but its health endpoint did not report ok"
+MESSAGE_NOT_REACHABLE = "the cluster cannot be reached"
+MESSAGE_APIS_COMPLETE = "all API enablements were collected from the cluster"
+MESSAGE_APIS_PARTIAL = "only part of the API enablements could be collected from the cluster"
+MESSAGE_APIS_EMPTY = "no API enablements could be collected from the cluster"
+
+
+# --- health --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Health:
+    online: bool
+    healthy: bool
+    detail: str = ""
+
+
+async def probe_health(member: KubeClient, *, timeout: float = PROBE_TIMEOUT) -> Health:
+    try:
+        response = await member.raw_get("/readyz", timeout=timeout)
+        if response.status == 404:
+            response = await member.raw_get("/healthz", timeout=timeout)
+    except TransportError as exc:
+        return Health(False, False, str(exc))
+    except KubeError as exc:
+        return Health(False, False, str(exc))
+    if response.status != 200:
+        return Health(True, False, f"HTTP {response.status}")
+    return Health(True, True)
+
+
+def observed_ready_condition(health: Health) -> JsonDict:
+    if not health.online:
+        return new_condition(
+            names.CONDITION_READY,
+            "False",
+            names.REASON_CLUSTER_NOT_REACHABLE,
+            MESSAGE_NOT_REACHABLE,
+        )
+    if not health.healthy:
+        return new_condition(
+            names.CONDITION_READY, "False", names.REASON_CLUSTER_NOT_READY, MESSAGE_NOT_READY
+        )
+    return new_condition(names.CONDITION_READY, "True", names.REASON_CLUSTER_READY, MESSAGE_READY)
+
+
+class ReadyDamper:
+    """Flap damping of the Ready condition.
+
+    A change of the published Ready status (True to not-True, or back) is held back until the
+    observed status has stayed the same for the failure (resp. success) threshold; meanwhile the
+    published condition is kept. The first observation after start goes out at once.
+    """
+
+    def __init__(
+        self, *, success_threshold: float, failure_threshold: float, clock: Clock = REAL_CLOCK
+    ) -> None:
+        self.success_threshold = success_threshold
+        self.failure_threshold = failure_threshold
+        self._clock = clock
+        self._observed: str | None = None
+        self._since = 0.0
+
+    def reset(self) -> None:
+        self._observed = None
+
+    def adjust(self, published: JsonDict | None, observed: JsonDict) -> JsonDict:
+        now = self._clock.now()
+        status = str(observed.get("status"))
+        if self._observed is None:
+            self._observed, self._since = status, now
+            return observed
+        if status != self._observed:
+            self._observed, self._since = status, now
+        if published is None:
+            return observed
+        was_true = published.get("status") == "True"
+        is_true = status == "True"
+        threshold = self.success_threshold if is_true else self.failure_threshold
+        if was_true != is_true and now < self._since + threshold:
+            return published
+        return observed
+
+
+# --- trimmed member caches -----------------------------------------------------------------
+
+
+def _meta(obj: JsonDict, *keys: str) -> JsonDict:
+    meta = obj.get("metadata") or {}
+    return {k: meta[k] for k in keys if k in meta}
+
+
+def trim_node(node: JsonDict) -> JsonDict:
+    """Only what the summaries read: name, allocatable and the Ready condition."""
+    status = node.get("status") or {}
+    ready = [c for c in status.get("conditions") or () if c.get("type") == "Ready"]
+    trimmed_status: JsonDict = {"allocatable": status.get("allocatable") or {}}
+    if ready:
+        trimmed_status["conditions"] = [{"type": "Ready", "status": ready[0].get("status")}]
+    return {
+        "metadata": _meta(node, "name", "resourceVersion"),
+        "status": trimmed_status,
+    }
+
+
+def _trim_containers(containers: Any) -> list[JsonDict]:
+    out: list[JsonDict] = []
+    for container in containers or ():
+        requests = (container.get("resources") or {}).get("requests")
+        out.append({"resources": {"requests": requests}} if requests else {})
+    return out
+
+
+def trim_pod(pod: JsonDict) -> JsonDict:
+    """Only what the summaries read: node, requests, overhead and phase."""
+    spec = pod.get("spec") or {}
+    trimmed_spec: JsonDict = {}
+    if spec.get("nodeName"):
+        trimmed_spec["nodeName"] = spec["nodeName"]
+    trimmed_spec["containers"] = _trim_containers(spec.get("containers"))
+    if spec.get("initContainers"):
+        trimmed_spec["initContainers"] = _trim_containers(spec["initContainers"])
+    if spec.get("overhead"):
+        trimmed_spec["overhead"] = spec["overhead"]
+    phase = (pod.get("status") or {}).get("phase")
+    return {
+        "metadata": _meta(pod, "name", "namespace", "resourceVersion"),
+        "spec": trimmed_spec,
+        "status": {"phase": phase} if phase else {},
+    }
+
+
+class MemberCaches:
+    """Node and Pod reflectors on the member (all namespaces, no selector), trimmed objects."""
+
+    def __init__(self, member: KubeClient, *, clock: Clock = REAL_CLOCK) -> None:
+        self.nodes = Reflector(
+            member, NODES, store=Store(transform=trim_node), name="member nodes", clock=clock
+        )
+        self.pods = Reflector(
+            member, PODS, store=Store(transform=trim_pod), name="member pods", clock=clock
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def started(self) -> bool:
+        return bool(self._tasks)
+
+    @property
+    def synced(self) -> bool:
+        return self.nodes.has_synced and self.pods.has_synced
+
+    def start(self) -> None:
+        if not self._tasks:
+            self._tasks = [
+                asyncio.create_task(self.nodes.run(), name="member-nodes-reflector"),
+                asyncio.create_task(self.pods.run(), name="member-pods-reflector"),
+            ]
+
+    async def wait_synced(self, timeout: float) -> bool:
+        results = await asyncio.gather(
+            self.nodes.wait_synced(timeout), self.pods.wait_synced(timeout)
+        )
+        return all(results)
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+# --- the controller ------------------------------------------------------------------------
+
+
+def api_enablements_condition(collected: list[JsonDict], failed: bool) -> JsonDict:
+    kind = names.CONDITION_COMPLETE_API_ENABLEMENTS
+    if not collected:
+        return new_condition(kind, "False", names.REASON_API_ENABLEMENTS_EMPTY, MESSAGE_APIS_EMPTY)
+    if failed:
+        return new_condition(
+            kind, "False", names.REASON_API_ENABLEMENTS_PARTIAL, MESSAGE_APIS_PARTIAL
+        )
+    return new_condition(kind, "True", names.REASON_API_ENABLEMENTS_COMPLETE, MESSAGE_APIS_COMPLETE)
+
+
+StatusMutation = Callable[[JsonDict], None]
+HeartbeatFactory = Callable[[], Heartbeat]
+
+
+class ClusterStatusController:
+    name = "clusterStatus"
+
+    def __init__(
+        self,
+        *,
+        karmada: KubeClient,
+        member: KubeClient,
+        options: Options,
+        metrics: AgentMetrics | None = None,
+        heartbeat: HeartbeatFactory | None = None,
+        clock: Clock = REAL_CLOCK,
+    ) -> None:
+        self.karmada = karmada
+        self.member = member
+        self.options = options
+        self.cluster_name = options.cluster_name
+        self.metrics = metrics
+        self._clock = clock
+        self.damper = ReadyDamper(
+            success_threshold=options.cluster_success_threshold.total_seconds(),
+            failure_threshold=options.cluster_failure_threshold.total_seconds(),
+            clock=clock,
+        )
+        self._heartbeat_factory = heartbeat or self._default_heartbeat
+        self.heartbeat: Heartbeat | None = None
+        self.caches: MemberCaches | None = None
+        self._periodic: Periodic | None = None
+        self.status_writes = 0
+        self.last_status: JsonDict | None = None
+
+    def _default_heartbeat(self) -> Heartbeat:
+        return Heartbeat(
+            self.karmada,
+            self.cluster_name,
+            lease_duration=self.options.cluster_lease_duration.total_seconds(),
+            renew_interval=self.options.cluster_lease_renew_interval.total_seconds(),
+        )
+
+    # --- Runnable ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._periodic is not None:
+            return
+        interval = self.options.cluster_status_update_frequency.total_seconds()
+        self._periodic = Periodic(
+            f"cluster-status-{self.cluster_name}",
+            self.sync_once,
+            interval,
+            jitter=min(2.0, interval * 0.1),
+        )
+        await self._periodic.start()
+
+    async def stop(self) -> None:
+        periodic, self._periodic = self._periodic, None
+        if periodic is not None:
+            await periodic.stop(timeout=10.0)
+        await self._stop_member_side()
+
+    @property
+    def has_synced(self) -> bool:
+        """For /readyz: the node and pod caches (when they are in use) have synced."""
+        return self.caches is None or self.caches.synced
+
+    async def _stop_member_side(self) -> None:
+        heartbeat, self.heartbeat = self.heartbeat, None
+        if heartbeat is not None:
+            await heartbeat.stop()
+        caches, self.caches = self.caches, None
+        if caches is not None:
+            await caches.stop()
+
+    # --- one pass --------------------------------------------------------------------------------
+
+    async def sync_once(self) -> None:
+        started = time.monotonic()
+        try:
+            cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
+        except NotFoundError:
+            log.warning("Cluster %s not found; status reporting paused", self.cluster_name)
+            await self._stop_member_side()
+            self.damper.reset()
+            if self.metrics is not None:
+                self.metrics.forget_cluster(self.cluster_name)
+            return
+        finalizers = (cluster.get("metadata") or {}).get("finalizers") or []
+        if names.CLUSTER_CONTROLLER_FINALIZER not in finalizers:
+            log.info(
+                "waiting for karmada-controller-manager to add finalizer %s to Cluster %s",
+                names.CLUSTER_CONTROLLER_FINALIZER,
+                self.cluster_name,
+            )
+            return
+
+        probe_started = time.monotonic()
+        health = await probe_health(self.member)
+        if self.metrics is not None:
+            self.metrics.record_health_probe(
+                self.cluster_name,
+                online=health.online,
+                healthy=health.healthy,
+                seconds=time.monotonic() - probe_started,
+            )
+        if not (health.online and health.healthy):
+            log.info(
+                "member health probe: online=%s healthy=%s %s",
+                health.online,
+                health.healthy,
+                health.detail,
+            )
+        published = find((cluster.get("status") or {}).get("conditions"), names.CONDITION_READY)
+        ready = self.damper.adjust(published, observed_ready_condition(health))
+
+        if health.online and health.healthy and ready.get("status") == "True":
+            if (cluster.get("spec") or {}).get("syncMode") == "Pull":
+                await self._ensure_heartbeat()
+            mutate = await self._collect(cluster, ready)
+        else:
+            mutate = self._conditions_only([ready])
+
+        cluster = await self._write_status(cluster, mutate)
+        self.last_status = cluster.get("status") or {}
+        if self.metrics is not None:
+            self.metrics.record_cluster_status(self.cluster_name, self.last_status)
+            self.metrics.cluster_sync_status_duration.labels(self.cluster_name).observe(
+                time.monotonic() - started
+            )
+
+    async def _ensure_heartbeat(self) -> None:
+        if self.heartbeat is None:
+            self.heartbeat = self._heartbeat_factory()
+            await self.heartbeat.start()
+
+    @staticmethod
+    def _conditions_only(conditions: list[JsonDict]) -> StatusMutation:
+        def mutate(status: JsonDict) -> None:
+            current = status.setdefault("conditions", [])
+            for condition in conditions:
+                set_condition(current, dict(condition))
+
+        return mutate
+
+    async def _collect(self, cluster: JsonDict, ready: JsonDict) -> StatusMutation:
+        """Everything a healthy member reports; returns the mutation to apply to the status."""
+        version: str | None = None
+        try:
+            version = str((await self.member.server_version()).get("gitVersion") or "") or None
+        except KubeError as exc:
+            log.warning("reading the member's /version failed: %s", exc)
+
+        enablements: list[JsonDict] = []
+        partial = False
+        try:
+            discovered = await discover(self.member)
+            enablements = api_enablements(discovered)
+            partial = bool(discovered.failed)
+        except KubeError as exc:
+            log.warning("member discovery failed: %s", exc)
+        api_condition = api_enablements_condition(enablements, partial)
+
+        summaries: JsonDict | None = None
+        if self.options.enable_cluster_resource_modeling:
+            summaries = await self._summaries(cluster)
+
+        def mutate(status: JsonDict) -> None:
+            if version is not None:
+                status["kubernetesVersion"] = version
+            if enablements:
+                status["apiEnablements"] = enablements
+            else:
+                status.pop("apiEnablements", None)
+            if summaries is not None:
+                for key, value in summaries.items():
+                    if value:
+                        status[key] = value
+                    else:
+                        status.pop(key, None)
+            current = status.setdefault("conditions", [])
+            set_condition(current, dict(ready))
+            set_condition(current, api_condition)
+
+        return mutate
+
+    async def _summaries(self, cluster: JsonDict) -> JsonDict | None:
+        if self.caches is None:
+            self.caches = MemberCaches(self.member, clock=self._clock)
+            self.caches.start()
+        if not self.caches.synced:
+            timeout = self.options.cluster_cache_sync_timeout.total_seconds()
+            if not await self.caches.wait_synced(timeout):
+                log.warning(
+                    "member node/pod caches not synced within %.0fs; summaries not updated",
+                    timeout,
+                )
+                return None
+        nodes = self.caches.nodes.store.list()
+        pods = self.caches.pods.store.list()
+        summary = resource_summary(nodes, pods)
+        models = (cluster.get("spec") or {}).get("resourceModels") or []
+        if models and self.options.gate("CustomizedClusterResourceModeling"):
+            modelings = allocatable_modelings(models, nodes, pods)
+            if modelings:
+                summary["allocatableModelings"] = modelings
+        return {"nodeSummary": node_summary(nodes), "resourceSummary": summary}
+
+    async def _write_status(self, cluster: JsonDict, mutate: StatusMutation) -> JsonDict:
+        """PUT /status when the mutation changes it; re-read and retry on conflict."""
+        for attempt in range(STATUS_WRITE_ATTEMPTS):
+            live_status = cluster.get("status") or {}
+            status = copy.deepcopy(live_status)
+            mutate(status)
+            if status == live_status:
+                return cluster
+            try:
+                updated = await self.karmada.update_status(CLUSTERS, {**cluster, "status": status})
+            except ConflictError:
+                if attempt + 1 == STATUS_WRITE_ATTEMPTS:
+                    raise
+                cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
+                continue
+            self.status_writes += 1
+            return updated
+        return cluster  # unreachable: the loop returns or raises
+
+
+def build(ctx: AgentContext) -> ClusterStatusController:
+    return ClusterStatusController(
+        karmada=ctx.karmada, member=ctx.member, options=ctx.options, metrics=ctx.metrics
+    )

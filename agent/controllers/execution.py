@@ -1,0 +1,505 @@
+"""The execution controller: applies the Works of `karmada-es-<cluster>` to the member cluster.
+
+Works come from a list+watch of this cluster's execution namespace (never polled); a worker
+pool (--concurrent-work-syncs) reconciles them by name:
+
+- Work being deleted: remove its member objects (or, with preserveResourcesOnDeletion, strip
+  Karmada's labels and annotations from them), then drop the `karmada.io/execution-controller`
+  finalizer. Only objects labelled `karmada.io/managed=true` that point back at this Work are
+  touched.
+- Otherwise: the Dispatching condition; nothing more when dispatching is suspended; then every
+  manifest (namespaces and CRDs first) is server-side applied with the field manager
+  "karmada-agent", and the Applied condition says how that went.
+
+Server-side apply with `force` instead of upstream's GET + full PUT: Karmada is the source of
+truth for the fields its manifests set, and only for those. Fields that other managers own on
+the member (replicas under an HPA when retain-replicas is set, a Service's clusterIP, injected
+sidecars) are not in our field set, so they are never reset or fought over.
+
+Drift: member-side watches (agent.controllers.member_objects) report changes of Karmada's
+objects; an object whose resourceVersion differs from the one our last apply returned, or that
+was deleted, sends its Work back through reconcile, which puts it back. Applying identical
+content does not change the resourceVersion, so a re-apply does not feed itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from agent.context import AgentContext, Runnable
+from agent.karmada import conditions, names
+from agent.karmada.work import (
+    Manifest,
+    ManifestError,
+    applied_message,
+    apply_order,
+    belongs_to,
+    desired_object,
+    dispatching_condition,
+    is_deleting,
+    is_managed,
+    is_suspended,
+    manifests_of,
+    may_overwrite,
+    preserves_resources,
+    release_patch,
+    work_of,
+)
+from agent.kube.client import GVR
+from agent.kube.controller import Controller, Result, TerminalError
+from agent.kube.discovery import NoKindMatchError, ResourceInfo
+from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.reflector import HandlerFuncs
+from agent.kube.workqueue import WorkQueue
+
+from .work_informer import (
+    WORKS,
+    ClusterWatch,
+    WorkInformer,
+    controller_rate_limiter,
+    copy_conditions,
+    without_status,
+)
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+# (resource, namespace or "", name) of a member object.
+ObjectKey = tuple[GVR, str, str]
+
+CONTROLLER_NAME = "execution"
+FIELD_MANAGER = "karmada-agent"
+CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
+FINALIZER_UPDATE_ATTEMPTS = 5
+
+
+class OwnershipError(Exception):
+    """The member object exists and Karmada may not take it over."""
+
+
+class WorkSyncError(Exception):
+    """Some manifests of a Work could not be applied; the Work is retried."""
+
+
+class ClusterNotReadyError(Exception):
+    """The member cluster is not Ready, so a Work being deleted cannot clean up yet."""
+
+
+@dataclass
+class _Outcome:
+    total: int = 0
+    succeeded: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    retryable: bool = False
+    applied: set[ObjectKey] = field(default_factory=set)
+
+    def messages(self) -> list[str]:
+        return [message for _, message in sorted(self.errors)]
+
+
+def _meta(obj: JsonDict) -> JsonDict:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+class ExecutionController:
+    name = CONTROLLER_NAME
+
+    def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
+        self.ctx = ctx
+        self.namespace = ctx.execution_namespace
+        self.stop_timeout = stop_timeout
+        self.log = log.bind(controller=CONTROLLER_NAME, cluster=ctx.cluster_name)
+        self.works = WorkInformer(ctx.karmada, self.namespace, name="execution works")
+        self.cluster = ClusterWatch(ctx.karmada, ctx.cluster_name)
+        self.queue: WorkQueue[str] = WorkQueue(
+            CONTROLLER_NAME, rate_limiter=controller_rate_limiter(ctx.options)
+        )
+        self.controller: Controller[str] = Controller(
+            CONTROLLER_NAME,
+            self.queue,
+            self.reconcile,
+            workers=max(ctx.options.concurrent_work_syncs, 1),
+        )
+        # resourceVersion our last apply returned, per member object, and which Work it was for.
+        # What we last applied per member object: its resourceVersion and its content without
+        # status, so that status-only changes (every rollout step) are not taken for drift.
+        self._applied: dict[ObjectKey, tuple[str, JsonDict]] = {}
+        self._objects_of: dict[str, set[ObjectKey]] = {}
+        self._unsubscribe: Any = None
+        self._starter: asyncio.Task[None] | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.works.add_handler(
+            HandlerFuncs(add=self._work_added, update=self._work_updated, delete=self._work_added)
+        )
+        self.cluster.on_ready(self._enqueue_all)
+        self.works.start()
+        self.cluster.start()
+        self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
+        self._starter = asyncio.get_running_loop().create_task(
+            self._start_workers(), name="execution start"
+        )
+
+    async def _start_workers(self) -> None:
+        # A reconcile reads the Work (and the Cluster) from the caches: an unsynced cache
+        # would make a Work look deleted.
+        await self.works.wait_synced()
+        await self.cluster.wait_synced()
+        self.log.info("caches synced; starting workers", workers=self.controller.workers)
+        self.controller.start()
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._starter is not None:
+            self._starter.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._starter
+        await self.controller.stop(self.stop_timeout)
+        await self.works.stop()
+        await self.cluster.stop()
+
+    # --- event handlers ------------------------------------------------------------------------
+
+    def _work_added(self, work: JsonDict) -> None:
+        self.queue.add(str(_meta(work).get("name")))
+
+    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
+        # Our own status writes come back as updates; only other changes need a reconcile.
+        if without_status(old) != without_status(new):
+            self.queue.add(str(_meta(new).get("name")))
+
+    def _enqueue_all(self) -> None:
+        for name in self.works.names():
+            self.queue.add(name)
+
+    def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        ref = work_of(obj)
+        if ref is None:
+            return
+        work_namespace, work_name = ref
+        if work_namespace != self.namespace:
+            return
+        meta = _meta(obj)
+        key: ObjectKey = (gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
+        recorded = self._applied.get(key)
+        if recorded is None:
+            # Not applied by this process yet: the Work's own reconcile will get to it.
+            return
+        resource_version = str(meta.get("resourceVersion") or "")
+        if event_type != "DELETED":
+            if resource_version == recorded[0]:
+                return
+            if without_status(obj) == recorded[1]:
+                # Only status or write bookkeeping moved: nothing of ours to put back.
+                self._applied[key] = (resource_version, recorded[1])
+                return
+        self.log.info(
+            "member object changed out of band; reconciling its Work",
+            work=f"{work_namespace}/{work_name}",
+            change=event_type,
+            resource=str(gvr),
+            object=f"{key[1]}/{key[2]}" if key[1] else key[2],
+        )
+        self.queue.add(work_name)
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> Result | None:
+        work = self.works.get(name)
+        if work is None:
+            self._forget(name)
+            return None
+        wlog = self.log.bind(work=f"{self.namespace}/{name}")
+        if is_deleting(work):
+            await self._handle_deletion(work, wlog)
+            return None
+
+        conds = copy_conditions(work)
+        changed = False
+        dispatching = dispatching_condition(work)
+        if conditions.set_condition(conds, dispatching):
+            changed = True
+            self.ctx.events.record(
+                work, "Normal", names.EVENT_WORK_DISPATCHING, str(dispatching["message"])
+            )
+        if is_suspended(work):
+            if changed:
+                await self.works.patch_status(work, {"conditions": conds})
+            return None
+        if not self.cluster.ready:
+            # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
+            wlog.info("member cluster is not Ready; Work waits")
+            if changed:
+                await self.works.patch_status(work, {"conditions": conds})
+            return None
+
+        outcome = await self._apply_all(work, wlog)
+        ok = not outcome.errors
+        message = applied_message(outcome.succeeded, outcome.total, outcome.messages())
+        applied = conditions.new_condition(
+            names.WORK_APPLIED,
+            "True" if ok else "False",
+            names.REASON_APPLIED_SUCCESSFUL if ok else names.REASON_APPLIED_FAILED,
+            message,
+        )
+        if conditions.set_condition(conds, applied):
+            changed = True
+        if changed:
+            await self.works.patch_status(work, {"conditions": conds})
+        if ok:
+            self.ctx.events.record(
+                work,
+                "Normal",
+                names.EVENT_SYNC_SUCCEED,
+                f"Work {self.namespace}/{name} synced to cluster {self.ctx.cluster_name}.",
+            )
+            return None
+        failure = (
+            f"Work {self.namespace}/{name} not fully synced to cluster "
+            f"{self.ctx.cluster_name}: {message}"
+        )
+        self.ctx.events.record(work, "Warning", names.EVENT_SYNC_FAILED, failure)
+        wlog.warning("work not fully applied", errors=outcome.messages())
+        if outcome.retryable:
+            raise WorkSyncError(failure)
+        # Only malformed manifests failed: retrying cannot help until the Work changes, and a
+        # change of the Work enqueues it again.
+        raise TerminalError(failure)
+
+    # --- apply ---------------------------------------------------------------------------------
+
+    async def _apply_all(self, work: JsonDict, wlog: Any) -> _Outcome:
+        name = str(_meta(work).get("name"))
+        items = manifests_of(work)
+        outcome = _Outcome(total=len(items))
+        manifests: list[Manifest] = []
+        for ordinal, item in enumerate(items):
+            if isinstance(item, ManifestError):
+                outcome.errors.append((ordinal, str(item)))
+            else:
+                manifests.append(item)
+        for manifest in apply_order(manifests):
+            started = time.monotonic()
+            result = "error"
+            try:
+                key = await self._apply_one(work, manifest)
+                outcome.applied.add(key)
+                outcome.succeeded += 1
+                result = "success"
+                if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
+                    # Objects of this CRD may follow in the same Work: re-read discovery.
+                    self.ctx.member_mapper.invalidate()
+            except ManifestError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+            except OwnershipError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+                outcome.retryable = True
+            except NoKindMatchError as exc:
+                outcome.errors.append(
+                    (manifest.ordinal, f"{manifest.description}: {exc} in the member cluster")
+                )
+                outcome.retryable = True
+            except KubeError as exc:
+                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.retryable = True
+            except Exception as exc:
+                wlog.exception("unexpected error applying manifest", manifest=manifest.ordinal)
+                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.retryable = True
+            finally:
+                self._observe(result, time.monotonic() - started)
+        self._remember(name, outcome.applied)
+        return outcome
+
+    async def _apply_one(self, work: JsonDict, manifest: Manifest) -> ObjectKey:
+        # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
+        # server's): the member is where the object is created and the authority on what it
+        # serves, and a CRD applied earlier in the same Work exists only there.
+        info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
+        namespace = self._namespace_for(manifest, info)
+        gvr = info.gvr
+        self.ctx.member_objects.ensure(gvr, info.kind)
+        live = await self._live(gvr, namespace, manifest.name)
+        if live is not None and not is_managed(live) and not may_overwrite(manifest, work):
+            raise OwnershipError(
+                f"{manifest.description} already exists in the member cluster and is not "
+                f"managed by Karmada (no label {names.MANAGED_LABEL}=true); it is left alone. "
+                f"Annotate the Work or manifest with "
+                f"{names.CONFLICT_RESOLUTION_ANNOTATION}: {names.CONFLICT_OVERWRITE} "
+                f"to take it over"
+            )
+        desired = desired_object(manifest, work, live=live)
+        if not info.namespaced:
+            desired["metadata"].pop("namespace", None)
+        applied = await self.ctx.member.apply(
+            gvr,
+            desired,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            namespace=namespace or None,
+        )
+        key: ObjectKey = (gvr, namespace, manifest.name)
+        self._applied[key] = (
+            str(_meta(applied).get("resourceVersion") or ""),
+            without_status(applied),
+        )
+        return key
+
+    @staticmethod
+    def _namespace_for(manifest: Manifest, info: ResourceInfo) -> str:
+        if not info.namespaced:
+            return ""
+        if not manifest.namespace:
+            raise ManifestError(
+                f"manifest {manifest.ordinal} ({manifest.description}): {manifest.kind} is "
+                f"namespaced but the manifest has no metadata.namespace"
+            )
+        return manifest.namespace
+
+    async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
+        """The member object: from the cache of Karmada's objects, else a live GET (the cache
+        does not hold objects without `karmada.io/managed=true`)."""
+        cached, _ = self.ctx.member_objects.get(gvr, namespace, name)
+        if cached is not None:
+            return cached
+        try:
+            return await self.ctx.member.get(gvr, name, namespace=namespace or None)
+        except NotFoundError:
+            return None
+
+    def _remember(self, work_name: str, keys: set[ObjectKey]) -> None:
+        """Keep the applied resourceVersions of the Work's current manifests only."""
+        for stale in self._objects_of.get(work_name, set()) - keys:
+            self._applied.pop(stale, None)
+        self._objects_of[work_name] = set(keys)
+
+    def _forget(self, work_name: str) -> None:
+        for key in self._objects_of.pop(work_name, set()):
+            self._applied.pop(key, None)
+
+    def _observe(self, result: str, seconds: float) -> None:
+        try:
+            histogram = self.ctx.metrics.work_sync_workload_duration
+            histogram.labels(result=result).observe(seconds)
+        except Exception:
+            self.log.debug("work sync metric not recorded", exc_info=True)
+
+    # --- deletion ------------------------------------------------------------------------------
+
+    async def _handle_deletion(self, work: JsonDict, wlog: Any) -> None:
+        name = str(_meta(work).get("name"))
+        if names.EXECUTION_CONTROLLER_FINALIZER not in (_meta(work).get("finalizers") or []):
+            self._forget(name)
+            return
+        if preserves_resources(work):
+            await self._release_objects(work, wlog)
+        elif self.cluster.ready:
+            await self._delete_objects(work, wlog)
+        elif self.cluster.terminating:
+            wlog.info("cluster is being removed and not Ready; member objects left as they are")
+        else:
+            raise ClusterNotReadyError(
+                f"cluster {self.ctx.cluster_name} is not Ready; deletion of Work "
+                f"{self.namespace}/{name} waits for it"
+            )
+        await self._remove_finalizer(work, wlog)
+        self._forget(name)
+
+    async def _owned_objects(
+        self, work: JsonDict, wlog: Any
+    ) -> list[tuple[Manifest, GVR, str, JsonDict]]:
+        """(manifest, resource, namespace, live object) for each manifest whose member object
+        exists, is Karmada's, and points back at this Work."""
+        meta = _meta(work)
+        work_namespace, work_name = str(meta.get("namespace")), str(meta.get("name"))
+        found = []
+        for item in manifests_of(work):
+            if isinstance(item, ManifestError):
+                continue
+            try:
+                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
+            except NoKindMatchError:
+                continue  # the member serves no such kind, so no such object exists there
+            namespace = item.namespace if info.namespaced else ""
+            try:
+                live = await self.ctx.member.get(info.gvr, item.name, namespace=namespace or None)
+            except NotFoundError:
+                continue
+            if not is_managed(live) or not belongs_to(live, work_namespace, work_name):
+                wlog.info("member object is not this Work's; left alone", object=item.description)
+                continue
+            found.append((item, info.gvr, namespace, live))
+        return found
+
+    async def _delete_objects(self, work: JsonDict, wlog: Any) -> None:
+        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
+            uid = str(_meta(live).get("uid") or "")
+            try:
+                await self.ctx.member.delete(
+                    gvr,
+                    manifest.name,
+                    namespace=namespace or None,
+                    propagation_policy="Background",
+                    preconditions={"uid": uid} if uid else None,
+                )
+                wlog.info("deleted member object", object=manifest.description)
+            except NotFoundError:
+                pass
+
+    async def _release_objects(self, work: JsonDict, wlog: Any) -> None:
+        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
+            patch = release_patch(live)
+            if patch is None:
+                continue
+            try:
+                await self.ctx.member.patch(
+                    gvr, manifest.name, patch, patch_type="merge", namespace=namespace or None
+                )
+                wlog.info("released member object", object=manifest.description)
+            except NotFoundError:
+                pass
+
+    async def _remove_finalizer(self, work: JsonDict, wlog: Any) -> None:
+        """Update the Work without our finalizer; on a conflict read it again and retry.
+        (The agent's RBAC allows update on works, not patch.)"""
+        current = work
+        for _ in range(FINALIZER_UPDATE_ATTEMPTS):
+            meta = _meta(current)
+            finalizers = list(meta.get("finalizers") or [])
+            if names.EXECUTION_CONTROLLER_FINALIZER not in finalizers:
+                return
+            body = copy.deepcopy(current)
+            body["metadata"]["finalizers"] = [
+                f for f in finalizers if f != names.EXECUTION_CONTROLLER_FINALIZER
+            ]
+            body.pop("status", None)
+            try:
+                await self.ctx.karmada.replace(WORKS, body, namespace=self.namespace)
+                wlog.info("removed finalizer", finalizer=names.EXECUTION_CONTROLLER_FINALIZER)
+                return
+            except NotFoundError:
+                return
+            except ConflictError:
+                try:
+                    current = await self.ctx.karmada.get(
+                        WORKS, str(meta.get("name")), namespace=self.namespace
+                    )
+                except NotFoundError:
+                    return
+        raise WorkSyncError("finalizer not removed: the Work kept changing")
+
+
+def build(ctx: AgentContext) -> Runnable:
+    return ExecutionController(ctx)

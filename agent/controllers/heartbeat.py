@@ -1,0 +1,174 @@
+"""The heartbeat: the Lease karmada-cluster/<cluster> on the control plane, renewed every
+--cluster-lease-duration x --cluster-lease-renew-interval-fraction.
+
+karmada-controller-manager judges a Pull cluster alive by this Lease's renewTime advancing, so
+it runs on its own schedule, independent of the status loop (a slow member must not stop the
+heartbeat). As upstream (component-helpers' lease controller plus karmada's owner hook): the
+Lease is created when missing, holderIdentity is the cluster name, a failed update is retried a
+few times with capped backoff, and an ownerReference to the Cluster is added when absent, so the
+Lease goes away with the Cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from agent.karmada.names import CLUSTER_API_VERSION, CLUSTER_LEASE_NAMESPACE
+from agent.kube.client import GVR, KubeClient
+from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.leaderelection import micro_time
+from agent.periodic import Periodic
+from agent.registration import CLUSTERS
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+LEASES = GVR("coordination.k8s.io", "v1", "leases")
+MAX_UPDATE_RETRIES = 5
+MAX_BACKOFF = 7.0
+INITIAL_BACKOFF = 0.2
+
+
+def lease_owner_reference(cluster: JsonDict) -> JsonDict:
+    meta = cluster.get("metadata") or {}
+    return {
+        "apiVersion": CLUSTER_API_VERSION,
+        "kind": "Cluster",
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+    }
+
+
+class Heartbeat:
+    """Renews the cluster Lease; `renew_once` is one heartbeat, `start`/`stop` schedule it."""
+
+    name = "heartbeat"
+
+    def __init__(
+        self,
+        karmada: KubeClient,
+        cluster_name: str,
+        *,
+        lease_duration: float,
+        renew_interval: float,
+        namespace: str = CLUSTER_LEASE_NAMESPACE,
+        clock: Clock = REAL_CLOCK,
+        wall_clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.karmada = karmada
+        self.cluster_name = cluster_name
+        self.namespace = namespace
+        self.lease_duration_seconds = max(1, round(lease_duration))
+        self.renew_interval = renew_interval
+        self._clock = clock
+        self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._owner: JsonDict | None = None
+        self._periodic: Periodic | None = None
+        self.renewals = 0
+
+    @property
+    def running(self) -> bool:
+        return self._periodic is not None and self._periodic.running
+
+    async def start(self) -> None:
+        if self._periodic is not None:
+            return
+        self._periodic = Periodic(
+            f"heartbeat-{self.cluster_name}",
+            self._tick,
+            self.renew_interval,
+            # Small jitter: the renew interval is already a fraction of the lease duration.
+            jitter=min(1.0, self.renew_interval * 0.04),
+        )
+        await self._periodic.start()
+        log.info(
+            "heartbeat started: Lease %s/%s every %.1fs",
+            self.namespace,
+            self.cluster_name,
+            self.renew_interval,
+        )
+
+    async def stop(self) -> None:
+        periodic, self._periodic = self._periodic, None
+        if periodic is not None:
+            await periodic.stop(timeout=5.0)
+
+    async def _owner_reference(self) -> JsonDict | None:
+        if self._owner is None:
+            try:
+                cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
+            except KubeError as exc:
+                log.info(
+                    "heartbeat: cannot read Cluster %s for the owner: %s", self.cluster_name, exc
+                )
+                return None
+            self._owner = lease_owner_reference(cluster)
+        return self._owner
+
+    def _spec(self) -> JsonDict:
+        return {
+            "holderIdentity": self.cluster_name,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "renewTime": micro_time(self._wall()),
+        }
+
+    async def _tick(self) -> None:
+        with contextlib.suppress(KubeError):  # renew_once logged it; the next tick retries
+            await self.renew_once()
+
+    async def renew_once(self) -> JsonDict:
+        """Create or renew the Lease; retries updates with capped exponential backoff."""
+        delay = INITIAL_BACKOFF
+        last_error: KubeError | None = None
+        for attempt in range(MAX_UPDATE_RETRIES):
+            try:
+                lease = await self._renew()
+            except KubeError as exc:
+                last_error = exc
+                if attempt + 1 < MAX_UPDATE_RETRIES:
+                    if not isinstance(exc, ConflictError):
+                        log.info("heartbeat: renewing Lease failed (%s); retrying", exc)
+                    await self._clock.sleep(delay)
+                    delay = min(delay * 2, MAX_BACKOFF)
+                continue
+            self.renewals += 1
+            return lease
+        assert last_error is not None
+        log.warning(
+            "heartbeat: Lease %s/%s not renewed after %d attempts: %s",
+            self.namespace,
+            self.cluster_name,
+            MAX_UPDATE_RETRIES,
+            last_error,
+        )
+        raise last_error
+
+    async def _renew(self) -> JsonDict:
+        owner = await self._owner_reference()
+        try:
+            lease = await self.karmada.get(LEASES, self.cluster_name, namespace=self.namespace)
+        except NotFoundError:
+            meta: JsonDict = {"name": self.cluster_name, "namespace": self.namespace}
+            if owner is not None:
+                meta["ownerReferences"] = [owner]
+            body = {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "metadata": meta,
+                "spec": self._spec(),
+            }
+            return await self.karmada.create(LEASES, body, namespace=self.namespace)
+        meta = dict(lease.get("metadata") or {})
+        references = list(meta.get("ownerReferences") or [])
+        if owner is not None and not any(
+            ref.get("kind") == "Cluster" and ref.get("uid") == owner["uid"] for ref in references
+        ):
+            references.append(owner)
+            meta["ownerReferences"] = references
+        updated = {**lease, "metadata": meta, "spec": {**(lease.get("spec") or {}), **self._spec()}}
+        return await self.karmada.replace(LEASES, updated, namespace=self.namespace)

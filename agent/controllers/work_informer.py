@@ -1,0 +1,173 @@
+"""Control-plane caches used by the execution and workStatus controllers.
+
+`WorkInformer`: the Works of this cluster's execution namespace (list+watch, one namespace
+only, never polled). `ClusterWatch`: this cluster's own Cluster object, selected by name, so
+that readiness and termination are known without a GET per reconcile. Each controller builds
+its own, so either can run alone under `--controllers`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from agent.karmada import conditions, names
+from agent.kube.client import GVR, KubeClient
+from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
+from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
+from agent.options import Options
+
+from .member_objects import typed_transform
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+
+WORKS = GVR(names.WORK_GROUP, "v1alpha1", "works")
+CLUSTERS = GVR(names.CLUSTER_GROUP, "v1alpha1", "clusters")
+
+# Metadata that changes on every write, status writes included.
+_VOLATILE_METADATA = ("resourceVersion", "managedFields")
+
+
+def without_status(obj: JsonDict) -> JsonDict:
+    """The object minus status and write bookkeeping: what a status write leaves unchanged."""
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
+    return {**{k: v for k, v in obj.items() if k not in ("status", "metadata")}, "metadata": meta}
+
+
+def controller_rate_limiter(options: Options) -> MaxOfRateLimiter[str]:
+    """Upstream's default controller rate limiter with the --rate-limiter-* flags."""
+    return default_controller_rate_limiter(
+        base_delay=options.rate_limiter_base_delay.total_seconds(),
+        max_delay=options.rate_limiter_max_delay.total_seconds(),
+        qps=float(options.rate_limiter_qps),
+        bucket_size=options.rate_limiter_bucket_size,
+    )
+
+
+def status_of(obj: JsonDict) -> JsonDict:
+    status = obj.get("status")
+    return status if isinstance(status, dict) else {}
+
+
+class _Watched:
+    """A Reflector run as a background task."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self.reflector = reflector
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self.reflector.run(), name=self.reflector.name
+            )
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        return await self.reflector.wait_synced(timeout)
+
+
+class WorkInformer(_Watched):
+    def __init__(self, client: KubeClient, namespace: str, *, name: str = "works") -> None:
+        super().__init__(
+            Reflector(
+                client,
+                WORKS,
+                namespace=namespace,
+                transform=typed_transform(names.WORK_API_VERSION, "Work"),
+                name=f"{name} {namespace}",
+            )
+        )
+        self.client = client
+        self.namespace = namespace
+
+    def get(self, name: str) -> JsonDict | None:
+        return self.reflector.store.get_by(self.namespace, name)
+
+    def names(self) -> list[str]:
+        return [str(obj["metadata"]["name"]) for obj in self.reflector.store]
+
+    def add_handler(self, handler: EventHandler) -> None:
+        self.reflector.add_handler(handler)
+
+    async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
+        """Merge-patch `status` (only the keys given) into the Work's status subresource and
+        keep the answer in the cache, so the next reconcile compares against what we wrote
+        even before the watch brings it back."""
+        meta = work.get("metadata") or {}
+        updated = await self.client.patch(
+            WORKS,
+            str(meta.get("name")),
+            {"status": status},
+            patch_type="merge",
+            namespace=self.namespace,
+            subresource="status",
+        )
+        self.reflector.store.put(self.reflector.store.prepare(updated))
+        return updated
+
+
+class ClusterWatch(_Watched):
+    """This cluster's Cluster object; `on_ready` callbacks fire when it turns Ready."""
+
+    def __init__(self, client: KubeClient, cluster_name: str) -> None:
+        super().__init__(
+            Reflector(
+                client,
+                CLUSTERS,
+                field_selector=f"metadata.name={cluster_name}",
+                transform=typed_transform(names.CLUSTER_API_VERSION, "Cluster"),
+                name=f"cluster {cluster_name}",
+            )
+        )
+        self.cluster_name = cluster_name
+        self._on_ready: list[Callable[[], None]] = []
+        self.reflector.add_handler(
+            HandlerFuncs(add=self._changed, update=lambda old, new: self._changed(new, old))
+        )
+
+    @property
+    def cluster(self) -> JsonDict | None:
+        return self.reflector.store.get_by(None, self.cluster_name)
+
+    @property
+    def ready(self) -> bool:
+        cluster = self.cluster
+        return cluster is not None and _is_ready(cluster)
+
+    @property
+    def terminating(self) -> bool:
+        """Being deleted, or already gone."""
+        cluster = self.cluster
+        return cluster is None or bool((cluster.get("metadata") or {}).get("deletionTimestamp"))
+
+    def on_ready(self, callback: Callable[[], None]) -> None:
+        self._on_ready.append(callback)
+
+    def _changed(self, new: JsonDict, old: JsonDict | None = None) -> None:
+        if _is_ready(new) and (old is None or not _is_ready(old)):
+            log.info("cluster is ready", cluster=self.cluster_name)
+            for callback in list(self._on_ready):
+                callback()
+
+
+def _is_ready(cluster: JsonDict) -> bool:
+    return conditions.is_true(status_of(cluster).get("conditions"), names.CONDITION_READY)
+
+
+def copy_conditions(work: JsonDict) -> list[JsonDict]:
+    raw = status_of(work).get("conditions")
+    return copy.deepcopy(raw) if isinstance(raw, list) else []

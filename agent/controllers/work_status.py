@@ -1,0 +1,237 @@
+"""The workStatus controller: reports the state of each Work's member objects in its status.
+
+For every manifest whose member object exists (and points back at the Work), one entry of
+`status.manifestStatuses`, in ordinal order: the identifier (with `resource`, which the CRD
+requires), the reflected status and the health. Upstream keeps a single entry per Work; we keep
+one per manifest. Triggers: Work changes (not our own status writes) and changes of member
+objects (the member-side watches, mapped back to their Work by the back-reference annotations).
+The status is written only when it differs from what the Work already says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import structlog
+
+from agent.context import AgentContext, Runnable
+from agent.karmada import names
+from agent.karmada.health import interpret_health
+from agent.karmada.reflect import reflect_status
+from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
+from agent.kube.client import GVR
+from agent.kube.controller import Controller, Result
+from agent.kube.discovery import NoKindMatchError
+from agent.kube.reflector import HandlerFuncs
+from agent.kube.workqueue import WorkQueue
+
+from .work_informer import WorkInformer, controller_rate_limiter, status_of, without_status
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+
+CONTROLLER_NAME = "workStatus"
+
+
+class StatusCollectionError(Exception):
+    """Some manifests' objects could not be looked at; the Work is retried."""
+
+
+def _meta(obj: JsonDict) -> JsonDict:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, dict) else {}
+
+
+def manifest_status(manifest: Manifest, resource: str, live: JsonDict) -> JsonDict:
+    entry: JsonDict = {"identifier": manifest.identifier(resource)}
+    reflected = reflect_status(live)
+    if reflected is not None:
+        entry["status"] = reflected
+    entry["health"] = interpret_health(live)
+    return entry
+
+
+def _by_ordinal(entries: Any) -> dict[int, JsonDict]:
+    out: dict[int, JsonDict] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        ordinal = (entry.get("identifier") or {}).get("ordinal")
+        if isinstance(ordinal, int):
+            out[ordinal] = entry
+    return out
+
+
+class WorkStatusController:
+    name = CONTROLLER_NAME
+
+    def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
+        self.ctx = ctx
+        self.namespace = ctx.execution_namespace
+        self.stop_timeout = stop_timeout
+        self.log = log.bind(controller=CONTROLLER_NAME, cluster=ctx.cluster_name)
+        self.works = WorkInformer(ctx.karmada, self.namespace, name="workStatus works")
+        self.queue: WorkQueue[str] = WorkQueue(
+            CONTROLLER_NAME, rate_limiter=controller_rate_limiter(ctx.options)
+        )
+        self.controller: Controller[str] = Controller(
+            CONTROLLER_NAME,
+            self.queue,
+            self.reconcile,
+            workers=max(ctx.options.concurrent_work_syncs, 1),
+        )
+        self._unsubscribe: Any = None
+        self._starter: asyncio.Task[None] | None = None
+        # Works that met a member type whose cache was not synced yet, per type.
+        self._awaiting_sync: dict[GVR, set[str]] = {}
+        self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.works.add_handler(HandlerFuncs(add=self._work_added, update=self._work_updated))
+        self.works.start()
+        self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
+        self._starter = asyncio.get_running_loop().create_task(
+            self._start_workers(), name="workStatus start"
+        )
+
+    async def _start_workers(self) -> None:
+        await self.works.wait_synced()
+        self.log.info("cache synced; starting workers", workers=self.controller.workers)
+        self.controller.start()
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        tasks = [t for t in (self._starter, *self._sync_waiters.values()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._sync_waiters.clear()
+        await self.controller.stop(self.stop_timeout)
+        await self.works.stop()
+
+    # --- event handlers ------------------------------------------------------------------------
+
+    def _work_added(self, work: JsonDict) -> None:
+        self.queue.add(str(_meta(work).get("name")))
+
+    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
+        if without_status(old) != without_status(new):
+            self.queue.add(str(_meta(new).get("name")))
+
+    def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        ref = work_of(obj)
+        if ref is not None and ref[0] == self.namespace:
+            self.queue.add(ref[1])
+
+    def _when_synced(self, gvr: GVR, work_name: str) -> None:
+        """Reconcile `work_name` again once the member cache of `gvr` has its first list."""
+        self._awaiting_sync.setdefault(gvr, set()).add(work_name)
+        if gvr in self._sync_waiters:
+            return
+
+        async def wait() -> None:
+            try:
+                await self.ctx.member_objects.wait_synced(gvr)
+            finally:
+                self._sync_waiters.pop(gvr, None)
+                for name in self._awaiting_sync.pop(gvr, set()):
+                    self.queue.add(name)
+
+        self._sync_waiters[gvr] = asyncio.get_running_loop().create_task(
+            wait(), name=f"workStatus wait {gvr}"
+        )
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> Result | None:
+        work = self.works.get(name)
+        if work is None or is_deleting(work):
+            return None
+        wlog = self.log.bind(work=f"{self.namespace}/{name}")
+        previous = _by_ordinal(status_of(work).get("manifestStatuses"))
+        entries: list[JsonDict] = []
+        problems: list[str] = []
+        for item in manifests_of(work):
+            if not isinstance(item, Manifest):
+                continue  # the execution controller reports malformed manifests
+            try:
+                entry = await self._entry_for(work, item, previous.get(item.ordinal))
+            except NoKindMatchError as exc:
+                problems.append(f"{item.description}: {exc} in the member cluster")
+                continue
+            if entry is not None:
+                entries.append(entry)
+        current = status_of(work).get("manifestStatuses") or []
+        if entries != current:
+            await self.works.patch_status(work, {"manifestStatuses": entries or None})
+            self._report_changes(work, previous, entries)
+        if problems:
+            wlog.info("status of some manifests not collected", problems=problems)
+            raise StatusCollectionError("; ".join(problems))
+        return None
+
+    async def _entry_for(
+        self, work: JsonDict, manifest: Manifest, previous: JsonDict | None
+    ) -> JsonDict | None:
+        info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
+        namespace = manifest.namespace if info.namespaced else ""
+        gvr = info.gvr
+        self.ctx.member_objects.ensure(gvr, info.kind)
+        live, synced = self.ctx.member_objects.get(gvr, namespace, manifest.name)
+        if not synced:
+            # Not known yet: keep what was reported and look again once the cache is filled.
+            self._when_synced(gvr, str(_meta(work).get("name")))
+            return previous
+        meta = _meta(work)
+        if live is None or not belongs_to(live, str(meta.get("namespace")), str(meta.get("name"))):
+            return None
+        # List items of built-in types carry no apiVersion/kind; the rules need them.
+        typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
+        return manifest_status(manifest, info.resource, typed)
+
+    def _report_changes(
+        self, work: JsonDict, previous: dict[int, JsonDict], entries: list[JsonDict]
+    ) -> None:
+        # Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection,
+        # which floods the control plane with Events for every status heartbeat of a busy
+        # workload. We record them only when a manifest's reflected status or health changes.
+        for entry in entries:
+            ident = entry["identifier"]
+            old = previous.get(ident["ordinal"]) or {}
+            where = f"{ident.get('namespace')}/{ident['name']}" if ident.get("namespace") else ""
+            what = f"{ident['kind']} {where or ident['name']}"
+            if "status" in entry and entry.get("status") != old.get("status"):
+                self.ctx.events.record(
+                    work,
+                    "Normal",
+                    names.EVENT_REFLECT_STATUS_SUCCEED,
+                    f"Reflected the status of {what}.",
+                )
+            if entry["health"] != old.get("health"):
+                if entry["health"] == names.UNKNOWN:
+                    self.ctx.events.record(
+                        work,
+                        "Warning",
+                        names.EVENT_INTERPRET_HEALTH_FAILED,
+                        f"Health of {what} could not be interpreted from its status.",
+                    )
+                else:
+                    self.ctx.events.record(
+                        work,
+                        "Normal",
+                        names.EVENT_INTERPRET_HEALTH_SUCCEED,
+                        f"Health of {what} is {entry['health']}.",
+                    )
+
+
+def build(ctx: AgentContext) -> Runnable:
+    return WorkStatusController(ctx)

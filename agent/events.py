@@ -1,0 +1,242 @@
+"""Kubernetes Events about objects (core/v1), recorded in the background.
+
+`record()` never blocks and never raises: it hands the write to a background task and returns.
+Identical events (same object, type, reason and message) seen again within `aggregate_window`
+bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) instead of creating
+a new one, a simplified version of client-go's event correlator. At most `max_in_flight` writes
+run at once; beyond that, events are dropped with a log line (as client-go drops events when its
+broadcaster queue is full): Events are a diagnostic aid, never a reason to slow reconciles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import structlog
+
+from agent.kube.client import GVR, KubeClient
+from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+EventType = Literal["Normal", "Warning"]
+EVENTS = GVR("", "v1", "events")
+
+# Events of cluster-scoped objects live in "default", as client-go puts them.
+CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+# Longer messages are cut: the API server refuses very long Event messages, and an Event that
+# is refused tells nobody anything.
+MAX_MESSAGE_LENGTH = 1024
+
+
+def _timestamp(now: float) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _truncate(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_LENGTH:
+        return message
+    return message[: MAX_MESSAGE_LENGTH - 3] + "..."
+
+
+@dataclass
+class _Series:
+    """One Event object on the server and how many occurrences it should show."""
+
+    name: str
+    namespace: str
+    body: JsonDict
+    count: int = 1
+    written: int = 0
+    created: bool = False
+    last_seen: float = 0.0
+    last_timestamp: str = ""
+    task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class _Key:
+    involved: tuple[str, str, str, str, str]
+    type_: str
+    reason: str
+    message: str
+
+
+class EventRecorder:
+    def __init__(
+        self,
+        client: KubeClient,
+        component: str = "karmada-agent",
+        *,
+        host: str = "",
+        max_in_flight: int = 100,
+        aggregate_window: float = 600.0,
+        cache_size: int = 4096,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.host = host
+        self.max_in_flight = max_in_flight
+        self.aggregate_window = aggregate_window
+        self.cache_size = cache_size
+        self._wall_clock = wall_clock
+        self._monotonic = monotonic
+        self._series: OrderedDict[_Key, _Series] = OrderedDict()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._stopped = False
+        self.dropped = 0
+
+    # --- public --------------------------------------------------------------------------------
+
+    def record(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
+        """Record an Event about `involved` (a full object: apiVersion, kind and metadata)."""
+        try:
+            self._record(involved, type_, reason, message)
+        except Exception:
+            log.exception("event not recorded", reason=reason)
+
+    async def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every write started so far has finished; False if `timeout` passed."""
+        deadline = None if timeout is None else self._monotonic() + timeout
+        while self._tasks:
+            remaining = None if deadline is None else max(deadline - self._monotonic(), 0.0)
+            _, pending = await asyncio.wait(set(self._tasks), timeout=remaining)
+            if pending and deadline is not None and self._monotonic() >= deadline:
+                return False
+        return True
+
+    async def stop(self, timeout: float = 5.0) -> None:
+        """Stop taking events; give writes in flight `timeout` seconds, then cancel them."""
+        self._stopped = True
+        if not await self.flush(timeout):
+            for task in list(self._tasks):
+                task.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    # --- internals -----------------------------------------------------------------------------
+
+    def _record(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
+        if self._stopped:
+            return
+        meta = involved.get("metadata") or {}
+        reference = {
+            "apiVersion": str(involved.get("apiVersion") or ""),
+            "kind": str(involved.get("kind") or ""),
+            "namespace": str(meta.get("namespace") or ""),
+            "name": str(meta.get("name") or ""),
+            "uid": str(meta.get("uid") or ""),
+            "resourceVersion": str(meta.get("resourceVersion") or ""),
+        }
+        if not reference["name"]:
+            log.warning("event not recorded: the object has no name", reason=reason)
+            return
+        message = _truncate(message)
+        key = _Key(
+            (
+                reference["apiVersion"],
+                reference["kind"],
+                reference["namespace"],
+                reference["name"],
+                reference["uid"],
+            ),
+            type_,
+            reason,
+            message,
+        )
+        now_mono, now_wall = self._monotonic(), self._wall_clock()
+        stamp = _timestamp(now_wall)
+        series = self._series.get(key)
+        if series is None or now_mono - series.last_seen > self.aggregate_window:
+            series = self._new_series(reference, type_, reason, message, now_wall)
+            self._series[key] = series
+        else:
+            series.count += 1
+        series.last_seen = now_mono
+        series.last_timestamp = stamp
+        self._series.move_to_end(key)
+        while len(self._series) > self.cache_size:
+            self._series.popitem(last=False)
+        if series.task is None or series.task.done():
+            if len(self._tasks) >= self.max_in_flight:
+                self.dropped += 1
+                log.warning("event dropped: too many event writes in flight", reason=reason)
+                return
+            task = asyncio.get_running_loop().create_task(
+                self._sync(series), name=f"event {series.name}"
+            )
+            series.task = task
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    def _new_series(
+        self, reference: JsonDict, type_: str, reason: str, message: str, now_wall: float
+    ) -> _Series:
+        namespace = reference["namespace"] or CLUSTER_SCOPED_EVENT_NAMESPACE
+        name = f"{reference['name']}.{int(now_wall * 1e9):x}"
+        stamp = _timestamp(now_wall)
+        ref = {k: v for k, v in reference.items() if v}
+        body: JsonDict = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": ref,
+            "reason": reason,
+            "message": message,
+            "type": type_,
+            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+        }
+        return _Series(name=name, namespace=namespace, body=body, last_timestamp=stamp)
+
+    async def _sync(self, series: _Series) -> None:
+        """Bring the server's Event up to `series.count`; one writer per series at a time."""
+        attempts = 0
+        while series.written != series.count and attempts < 3:
+            attempts += 1
+            target, stamp = series.count, series.last_timestamp
+            try:
+                if not series.created:
+                    body = {**series.body, "count": target, "lastTimestamp": stamp}
+                    await self.client.create(EVENTS, body, namespace=series.namespace)
+                    series.created = True
+                else:
+                    await self.client.patch(
+                        EVENTS,
+                        series.name,
+                        {"count": target, "lastTimestamp": stamp},
+                        patch_type="merge",
+                        namespace=series.namespace,
+                    )
+                series.written = target
+                attempts = 0
+            except NotFoundError:
+                # Deleted meanwhile (Events expire): start a new one with the total count.
+                series.created = False
+            except AlreadyExistsError:
+                series.created = True
+            except KubeError as exc:
+                log.warning(
+                    "event not written",
+                    reason=series.body.get("reason"),
+                    namespace=series.namespace,
+                    error=str(exc),
+                )
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("event not written", reason=series.body.get("reason"))
+                return

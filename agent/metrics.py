@@ -1,0 +1,182 @@
+"""The agent's Prometheus metrics, with upstream karmada-agent's names and labels.
+
+Cluster collectors follow karmada's pkg/metrics/cluster.go (label `member_cluster`), the Work sync
+histogram follows pkg/metrics/resource.go (label `result`), and the build-info gauge follows
+pkg/metrics/version.go. The client layer's rest_client_* / workqueue_* / controller_runtime_*
+metrics (agent.kube.metrics) are registered on the same registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from agent.karmada.quantity import QuantityError, parse_quantity
+from agent.kube.metrics import PrometheusMetrics
+from agent.version import build_info
+
+CLUSTER_LABEL = "member_cluster"
+# prometheus.ExponentialBuckets(0.001, 2, 12), as upstream's duration histograms.
+DURATION_BUCKETS = tuple(0.001 * 2**i for i in range(12))
+PROBE_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+def _quantity_float(resources: dict[str, Any] | None, name: str) -> float | None:
+    if not resources or name not in resources:
+        return None
+    try:
+        return float(parse_quantity(resources[name]).value)
+    except (QuantityError, TypeError, ArithmeticError, ValueError):
+        return None
+
+
+class AgentMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.client = PrometheusMetrics(registry)
+
+        def gauge(name: str, help_text: str) -> Gauge:
+            return Gauge(name, help_text, [CLUSTER_LABEL], registry=registry)
+
+        self.cluster_ready_state = gauge(
+            "cluster_ready_state", "State of the cluster (1 if ready, 0 otherwise)."
+        )
+        self.cluster_node_number = gauge("cluster_node_number", "Number of nodes in the cluster.")
+        self.cluster_ready_node_number = gauge(
+            "cluster_ready_node_number", "Number of ready nodes in the cluster."
+        )
+        self.cluster_memory_allocatable_bytes = gauge(
+            "cluster_memory_allocatable_bytes", "Allocatable cluster memory resource in bytes."
+        )
+        self.cluster_cpu_allocatable_number = gauge(
+            "cluster_cpu_allocatable_number", "Number of allocatable CPU in the cluster."
+        )
+        self.cluster_pod_allocatable_number = gauge(
+            "cluster_pod_allocatable_number", "Number of allocatable pods in the cluster."
+        )
+        self.cluster_memory_allocated_bytes = gauge(
+            "cluster_memory_allocated_bytes", "Allocated cluster memory resource in bytes."
+        )
+        self.cluster_cpu_allocated_number = gauge(
+            "cluster_cpu_allocated_number", "Number of allocated CPU in the cluster."
+        )
+        self.cluster_pod_allocated_number = gauge(
+            "cluster_pod_allocated_number", "Number of allocated pods in the cluster."
+        )
+        self.cluster_sync_status_duration = Histogram(
+            "cluster_sync_status_duration_seconds",
+            "Duration in seconds for syncing the status of the cluster once.",
+            [CLUSTER_LABEL],
+            registry=registry,
+        )
+        self.cluster_health_probe_success = gauge(
+            "cluster_health_probe_success",
+            "Result of the last health probe of the member cluster (1 success, 0 failure), "
+            "before threshold adjustment.",
+        )
+        self.cluster_health_probe_duration = Histogram(
+            "cluster_health_probe_duration_seconds",
+            "Duration in seconds of the health probe to the member cluster.",
+            [CLUSTER_LABEL],
+            buckets=PROBE_BUCKETS,
+            registry=registry,
+        )
+        self.cluster_health_probe_total = Counter(
+            "cluster_health_probe",
+            "Total number of health probes to the member cluster, by result.",
+            [CLUSTER_LABEL, "result"],
+            registry=registry,
+        )
+        self.work_sync_workload_duration = Histogram(
+            "work_sync_workload_duration_seconds",
+            "Duration in seconds to sync the workload to a target cluster. By the result, "
+            "'error' means a work failed to sync workloads. Otherwise 'success'.",
+            ["result"],
+            buckets=DURATION_BUCKETS,
+            registry=registry,
+        )
+        info = build_info()
+        self.build_info = Gauge(
+            "karmada_agent_build_info",
+            "A metric with a constant '1' value labeled by the version, commit, build date, "
+            "Python version and platform karmada-agent was built from.",
+            ["git_version", "git_commit", "build_date", "python_version", "platform"],
+            registry=registry,
+        )
+        self.build_info.labels(
+            git_version=info.git_version,
+            git_commit=info.git_commit,
+            build_date=info.build_date,
+            python_version=info.python_version,
+            platform=info.platform,
+        ).set(1)
+
+    def record_cluster_status(self, cluster: str, status: dict[str, Any]) -> None:
+        """Gauges from a Cluster's status, as upstream's RecordClusterStatus."""
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or ()
+        )
+        self.cluster_ready_state.labels(cluster).set(1 if ready else 0)
+        nodes = status.get("nodeSummary")
+        if isinstance(nodes, dict):
+            self.cluster_node_number.labels(cluster).set(int(nodes.get("totalNum") or 0))
+            self.cluster_ready_node_number.labels(cluster).set(int(nodes.get("readyNum") or 0))
+        summary = status.get("resourceSummary")
+        if not isinstance(summary, dict):
+            return
+        for key, gauges in (
+            (
+                "allocatable",
+                (
+                    self.cluster_memory_allocatable_bytes,
+                    self.cluster_cpu_allocatable_number,
+                    self.cluster_pod_allocatable_number,
+                ),
+            ),
+            (
+                "allocated",
+                (
+                    self.cluster_memory_allocated_bytes,
+                    self.cluster_cpu_allocated_number,
+                    self.cluster_pod_allocated_number,
+                ),
+            ),
+        ):
+            resources = summary.get(key)
+            if not isinstance(resources, dict):
+                continue
+            for name, metric in zip(("memory", "cpu", "pods"), gauges, strict=True):
+                metric.labels(cluster).set(_quantity_float(resources, name) or 0.0)
+
+    def record_health_probe(
+        self, cluster: str, *, online: bool, healthy: bool, seconds: float
+    ) -> None:
+        success = online and healthy
+        self.cluster_health_probe_success.labels(cluster).set(1 if success else 0)
+        self.cluster_health_probe_total.labels(cluster, "success" if success else "error").inc()
+        self.cluster_health_probe_duration.labels(cluster).observe(seconds)
+
+    def forget_cluster(self, cluster: str) -> None:
+        """Drop a deleted cluster's series (upstream's CleanupMetricsForCluster)."""
+        for metric in (
+            self.cluster_ready_state,
+            self.cluster_node_number,
+            self.cluster_ready_node_number,
+            self.cluster_memory_allocatable_bytes,
+            self.cluster_cpu_allocatable_number,
+            self.cluster_pod_allocatable_number,
+            self.cluster_memory_allocated_bytes,
+            self.cluster_cpu_allocated_number,
+            self.cluster_pod_allocated_number,
+            self.cluster_sync_status_duration,
+            self.cluster_health_probe_success,
+            self.cluster_health_probe_duration,
+        ):
+            with contextlib.suppress(KeyError):
+                metric.remove(cluster)
+        for result in ("success", "error"):
+            with contextlib.suppress(KeyError):
+                self.cluster_health_probe_total.remove(cluster, result)

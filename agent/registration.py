@@ -1,0 +1,549 @@
+"""Registration at start: what every agent replica does before leader election.
+
+1. Cluster id = uid of the member's kube-system Namespace.
+2. Refuse to start when another Cluster already uses this name or this id (the same name with the
+   same id is this agent restarting, which is fine).
+3. When --report-secrets asks for them, create the member-side credentials the control plane may
+   use to reach this member (ServiceAccounts, RBAC, service-account token Secrets), labelled
+   karmada.io/system=true, and wait for the token controller to fill the tokens.
+4. On the control plane: the --cluster-namespace Namespace, the reported Secrets, the Cluster
+   (syncMode Pull), then a controller ownerReference from each Secret to the Cluster.
+
+Secret data and tokens are copied between the two API servers as the opaque base64 strings the
+API returns; they are never decoded and never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.karmada.names import CLUSTER_API_VERSION, SYSTEM_LABEL
+from agent.kube.client import GVR, KubeClient
+from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.config import ClientConfig
+from agent.kube.errors import (
+    AlreadyExistsError,
+    ForbiddenError,
+    KubeError,
+    NotFoundError,
+    ServerError,
+    TooManyRequestsError,
+    TransportError,
+    UnauthorizedError,
+)
+from agent.options import Options
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+
+CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
+NAMESPACES = GVR("", "v1", "namespaces")
+SECRETS = GVR("", "v1", "secrets")
+SERVICE_ACCOUNTS = GVR("", "v1", "serviceaccounts")
+CLUSTER_ROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
+CLUSTER_ROLE_BINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
+
+IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"
+SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
+# Upstream polls every second for up to 30 s for the token controller to fill data.token.
+TOKEN_WAIT_TIMEOUT = 30.0
+TOKEN_POLL_INTERVAL = 1.0
+
+
+class RegistrationError(Exception):
+    """Registration cannot go on; the message says what to check. `retriable` when the cause
+    may pass by itself (API server unreachable, overloaded or failing)."""
+
+    def __init__(self, message: str, *, retriable: bool = False) -> None:
+        super().__init__(message)
+        self.retriable = retriable
+
+
+def credentials_service_account(cluster: str) -> str:
+    return f"karmada-{cluster}"
+
+
+def controller_manager_role(cluster: str) -> str:
+    return f"karmada-controller-manager:{credentials_service_account(cluster)}"
+
+
+def impersonator_secret_name(cluster: str) -> str:
+    return f"{cluster}-impersonator"
+
+
+@dataclass(frozen=True)
+class MemberCredentials:
+    """base64 strings exactly as the member's Secrets hold them."""
+
+    ca_bundle: str | None = None
+    token: str | None = None
+    impersonator_token: str | None = None
+
+    def __repr__(self) -> str:  # never show tokens
+        return (
+            f"MemberCredentials(ca_bundle={'set' if self.ca_bundle else None}, "
+            f"token={'set' if self.token else None}, "
+            f"impersonator_token={'set' if self.impersonator_token else None})"
+        )
+
+
+@dataclass(frozen=True)
+class RegistrationResult:
+    cluster: JsonDict
+    cluster_id: str
+
+
+# --- errors that say what to check ---------------------------------------------------------
+
+
+def _explain(exc: KubeError, *, side: str, action: str, hint: str) -> RegistrationError:
+    if isinstance(exc, TransportError):
+        why = f"cannot reach the {side} API server ({exc}); check {hint} and the network"
+    elif isinstance(exc, UnauthorizedError):
+        why = f"the {side} API server rejected the credentials in {hint} (401 Unauthorized)"
+    elif isinstance(exc, ForbiddenError):
+        why = f"not allowed ({exc.message}); check the agent's RBAC on the {side} cluster"
+    else:
+        why = str(exc)
+    retriable = isinstance(exc, TransportError | ServerError | TooManyRequestsError)
+    return RegistrationError(f"{action}: {why}", retriable=retriable)
+
+
+# --- member side ---------------------------------------------------------------------------
+
+
+async def obtain_cluster_id(member: KubeClient, *, hint: str = "--kubeconfig") -> str:
+    try:
+        namespace = await member.get(NAMESPACES, "kube-system")
+    except KubeError as exc:
+        raise _explain(
+            exc, side="member", action="reading the member's kube-system namespace", hint=hint
+        ) from exc
+    uid = str((namespace.get("metadata") or {}).get("uid") or "")
+    if not uid:
+        raise RegistrationError("the member's kube-system namespace has no uid")
+    return uid
+
+
+async def _ensure(client: KubeClient, gvr: GVR, body: JsonDict) -> JsonDict | None:
+    """Create unless it exists; the existing object is left alone. Returns the created object."""
+    try:
+        return await client.create(gvr, body)
+    except AlreadyExistsError:
+        return None
+
+
+async def _ensure_namespace(client: KubeClient, name: str) -> None:
+    """Make sure the namespace exists, labelled karmada.io/system=true when we may label it.
+
+    Reads first: a least-privilege identity (deploy/components/control-plane-rbac) may get
+    its namespaces but not create them, since an administrator created them beforehand."""
+    try:
+        live = await client.get(NAMESPACES, name)
+    except NotFoundError:
+        await _ensure(
+            client, NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(name)}
+        )
+        return
+    if ((live.get("metadata") or {}).get("labels") or {}).get(SYSTEM_LABEL) == "true":
+        return
+    try:
+        await client.patch(NAMESPACES, name, {"metadata": {"labels": dict(SYSTEM_LABELS)}})
+    except ForbiddenError:
+        log.info("namespace %s exists without label %s; not allowed to add it", name, SYSTEM_LABEL)
+
+
+def _meta(name: str, namespace: str | None = None, **extra: Any) -> JsonDict:
+    meta: JsonDict = {"name": name, "labels": dict(SYSTEM_LABELS)}
+    if namespace:
+        meta["namespace"] = namespace
+    meta.update(extra)
+    return meta
+
+
+async def _ensure_service_account_token(
+    member: KubeClient,
+    namespace: str,
+    service_account: str,
+    *,
+    timeout: float,
+    poll_interval: float,
+    clock: Clock,
+) -> JsonDict:
+    """The legacy token Secret named like the ServiceAccount, once its data.token is filled."""
+    await _ensure(
+        member,
+        SERVICE_ACCOUNTS,
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": _meta(service_account, namespace),
+        },
+    )
+    await _ensure(
+        member,
+        SECRETS,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": SERVICE_ACCOUNT_TOKEN_TYPE,
+            "metadata": _meta(
+                service_account,
+                namespace,
+                annotations={SERVICE_ACCOUNT_NAME_ANNOTATION: service_account},
+            ),
+        },
+    )
+    deadline = clock.now() + timeout
+    while True:
+        secret = await member.get(SECRETS, service_account, namespace=namespace)
+        if (secret.get("data") or {}).get("token"):
+            return secret
+        if clock.now() >= deadline:
+            raise RegistrationError(
+                f"the token of Secret {namespace}/{service_account} on the member was not filled "
+                f"within {timeout:.0f}s: check that the member's kube-controller-manager runs its "
+                "service-account token controller"
+            )
+        await clock.sleep(poll_interval)
+
+
+async def obtain_member_credentials(
+    member: KubeClient,
+    options: Options,
+    *,
+    timeout: float = TOKEN_WAIT_TIMEOUT,
+    poll_interval: float = TOKEN_POLL_INTERVAL,
+    clock: Clock = REAL_CLOCK,
+) -> MemberCredentials:
+    cluster, namespace = options.cluster_name, options.cluster_namespace
+    try:
+        await _ensure_namespace(member, namespace)
+        impersonator_token: str | None = None
+        if options.report_kube_impersonator:
+            secret = await _ensure_service_account_token(
+                member,
+                namespace,
+                IMPERSONATOR_SERVICE_ACCOUNT,
+                timeout=timeout,
+                poll_interval=poll_interval,
+                clock=clock,
+            )
+            impersonator_token = str(secret["data"]["token"])
+        ca_bundle: str | None = None
+        token: str | None = None
+        if options.report_kube_credentials:
+            account = credentials_service_account(cluster)
+            role = controller_manager_role(cluster)
+            await _ensure(
+                member,
+                CLUSTER_ROLES,
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRole",
+                    "metadata": _meta(role),
+                    "rules": [
+                        {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+                        {"nonResourceURLs": ["*"], "verbs": ["get"]},
+                    ],
+                },
+            )
+            await _ensure(
+                member,
+                CLUSTER_ROLE_BINDINGS,
+                {
+                    "apiVersion": "rbac.authorization.k8s.io/v1",
+                    "kind": "ClusterRoleBinding",
+                    "metadata": _meta(role),
+                    "roleRef": {
+                        "apiGroup": "rbac.authorization.k8s.io",
+                        "kind": "ClusterRole",
+                        "name": role,
+                    },
+                    "subjects": [
+                        {"kind": "ServiceAccount", "name": account, "namespace": namespace}
+                    ],
+                },
+            )
+            secret = await _ensure_service_account_token(
+                member,
+                namespace,
+                account,
+                timeout=timeout,
+                poll_interval=poll_interval,
+                clock=clock,
+            )
+            data = secret.get("data") or {}
+            token = str(data["token"])
+            ca_bundle = str(data["ca.crt"]) if data.get("ca.crt") else None
+    except KubeError as exc:
+        raise _explain(
+            exc,
+            side="member",
+            action=f"creating the reported credentials in namespace {namespace} on the member",
+            hint="--kubeconfig",
+        ) from exc
+    return MemberCredentials(
+        ca_bundle=ca_bundle, token=token, impersonator_token=impersonator_token
+    )
+
+
+# --- control plane -------------------------------------------------------------------------
+
+
+def check_unique(clusters: list[JsonDict], name: str, cluster_id: str) -> None:
+    """Upstream's rule: fine when a Cluster has both our name and our id; otherwise refuse when
+    the name or the id is taken."""
+    name_owner: JsonDict | None = None
+    id_owner: JsonDict | None = None
+    for cluster in clusters:
+        cluster_name = str((cluster.get("metadata") or {}).get("name") or "")
+        spec_id = str((cluster.get("spec") or {}).get("id") or "")
+        if cluster_name == name and spec_id == cluster_id:
+            return
+        if cluster_name == name:
+            name_owner = cluster
+        if spec_id == cluster_id:
+            id_owner = cluster
+    if name_owner is not None:
+        other = str((name_owner.get("spec") or {}).get("id") or "") or "<none>"
+        raise RegistrationError(
+            f"cluster name {name!r} has been registered by another cluster (its id is {other}, "
+            f"this member's kube-system uid is {cluster_id}): choose another --cluster-name, or "
+            f"delete Cluster {name!r} from Karmada if it is stale"
+        )
+    if id_owner is not None:
+        other_name = str((id_owner.get("metadata") or {}).get("name") or "")
+        raise RegistrationError(
+            f"this member (cluster id {cluster_id}, the uid of its kube-system namespace) is "
+            f"already registered as Cluster {other_name!r}: use --cluster-name={other_name}, or "
+            f"unregister Cluster {other_name!r} first"
+        )
+
+
+def desired_cluster_spec(
+    options: Options,
+    cluster_id: str,
+    *,
+    member_proxy_url: str | None = None,
+    insecure_skip_tls_verification: bool = False,
+) -> JsonDict:
+    """The Cluster spec fields this agent owns (upstream generateClusterInControllerPlane)."""
+    spec: JsonDict = {"syncMode": "Pull", "id": cluster_id}
+    if options.cluster_api_endpoint:
+        spec["apiEndpoint"] = options.cluster_api_endpoint
+    proxy = member_proxy_url or options.proxy_server_address
+    if proxy:
+        spec["proxyURL"] = proxy
+    if options.cluster_provider:
+        spec["provider"] = options.cluster_provider
+    if options.cluster_region:
+        spec["region"] = options.cluster_region
+    if options.cluster_zones:
+        spec["zones"] = list(options.cluster_zones)
+    if options.report_kube_credentials:
+        spec["secretRef"] = {
+            "namespace": options.cluster_namespace,
+            "name": options.cluster_name,
+        }
+    if options.report_kube_impersonator:
+        spec["impersonatorSecretRef"] = {
+            "namespace": options.cluster_namespace,
+            "name": impersonator_secret_name(options.cluster_name),
+        }
+    spec["insecureSkipTLSVerification"] = insecure_skip_tls_verification
+    return spec
+
+
+def spec_patch(live_spec: Mapping[str, Any], desired: Mapping[str, Any]) -> JsonDict:
+    """Only the owned fields whose value differs ({} when the Cluster is up to date)."""
+    patch: JsonDict = {}
+    for key, value in desired.items():
+        current = live_spec.get(key)
+        if key == "insecureSkipTLSVerification":
+            current = bool(current)
+        if current != value:
+            patch[key] = value
+    return patch
+
+
+async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> JsonDict:
+    """Create the Cluster, or update only the fields we own.
+
+    A JSON merge patch of exactly the differing owned fields, sent only when something differs:
+    taints, resourceModels and anything else other writers (karmada-controller-manager, users,
+    karmadactl) set on the spec are never touched, no write happens on an ordinary restart, and
+    merge patch works on the aggregated Cluster API whatever its server-side-apply support
+    (upstream PUTs the whole object it read, which can undo a concurrent writer's change).
+    """
+    try:
+        live = await karmada.get(CLUSTERS, name)
+    except NotFoundError:
+        body = {
+            "apiVersion": CLUSTER_API_VERSION,
+            "kind": "Cluster",
+            "metadata": {"name": name},
+            "spec": desired,
+        }
+        try:
+            created = await karmada.create(CLUSTERS, body)
+        except AlreadyExistsError:
+            live = await karmada.get(CLUSTERS, name)
+        else:
+            log.info("created Cluster %s", name)
+            return created
+    patch = spec_patch(live.get("spec") or {}, desired)
+    if not patch:
+        return live
+    updated = await karmada.patch(CLUSTERS, name, {"spec": patch}, patch_type="merge")
+    log.info("updated Cluster %s fields %s", name, sorted(patch))
+    return updated
+
+
+async def _ensure_secret(karmada: KubeClient, namespace: str, name: str, data: JsonDict) -> None:
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data,
+    }
+    try:
+        await karmada.create(SECRETS, body)
+        return
+    except AlreadyExistsError:
+        pass
+    live = await karmada.get(SECRETS, name, namespace=namespace)
+    live_data = live.get("data") or {}
+    changed = {k: v for k, v in data.items() if live_data.get(k) != v}
+    # Upstream keeps an existing Secret as it is; a rotated member token would then never reach
+    # the control plane, so the reported keys are brought up to date.
+    if changed:
+        await karmada.patch(SECRETS, name, {"data": changed}, namespace=namespace)
+
+
+def cluster_owner_reference(cluster: JsonDict) -> JsonDict:
+    meta = cluster.get("metadata") or {}
+    return {
+        "apiVersion": CLUSTER_API_VERSION,
+        "kind": "Cluster",
+        "name": meta.get("name"),
+        "uid": meta.get("uid"),
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+async def _own_secret(karmada: KubeClient, namespace: str, name: str, cluster: JsonDict) -> None:
+    owner = cluster_owner_reference(cluster)
+    secret = await karmada.get(SECRETS, name, namespace=namespace)
+    references = list((secret.get("metadata") or {}).get("ownerReferences") or [])
+    if any(ref.get("uid") == owner["uid"] for ref in references):
+        return
+    # A controller reference to another (older) Cluster of the same name would be a second
+    # controller, which the API server refuses.
+    references = [ref for ref in references if not ref.get("controller")]
+    references.append(owner)
+    await karmada.patch(
+        SECRETS, name, {"metadata": {"ownerReferences": references}}, namespace=namespace
+    )
+
+
+async def register_in_control_plane(
+    karmada: KubeClient,
+    options: Options,
+    desired_spec: JsonDict,
+    credentials: MemberCredentials,
+    *,
+    hint: str = "--karmada-kubeconfig",
+) -> JsonDict:
+    cluster, namespace = options.cluster_name, options.cluster_namespace
+    step = f"creating namespace {namespace} on the Karmada control plane"
+    try:
+        await _ensure_namespace(karmada, namespace)
+        reported: list[str] = []
+        if options.report_kube_impersonator and credentials.impersonator_token:
+            step = f"reporting Secret {namespace}/{impersonator_secret_name(cluster)}"
+            await _ensure_secret(
+                karmada,
+                namespace,
+                impersonator_secret_name(cluster),
+                {"token": credentials.impersonator_token},
+            )
+            reported.append(impersonator_secret_name(cluster))
+        if options.report_kube_credentials and credentials.token:
+            step = f"reporting Secret {namespace}/{cluster}"
+            data = {"token": credentials.token}
+            if credentials.ca_bundle:
+                data["caBundle"] = credentials.ca_bundle
+            await _ensure_secret(karmada, namespace, cluster, data)
+            reported.append(cluster)
+        step = f"creating or updating Cluster {cluster}"
+        cluster_obj = await ensure_cluster(karmada, cluster, desired_spec)
+        for name in reported:
+            step = f"setting the owner of Secret {namespace}/{name} to Cluster {cluster}"
+            await _own_secret(karmada, namespace, name, cluster_obj)
+    except KubeError as exc:
+        raise _explain(exc, side="Karmada", action=step, hint=hint) from exc
+    return cluster_obj
+
+
+async def register(
+    karmada: KubeClient,
+    member: KubeClient,
+    options: Options,
+    *,
+    member_config: ClientConfig | None = None,
+    token_timeout: float = TOKEN_WAIT_TIMEOUT,
+    token_poll_interval: float = TOKEN_POLL_INTERVAL,
+) -> RegistrationResult:
+    """The whole start-up registration; raises RegistrationError with what to check."""
+    member_hint = f"--kubeconfig ({member_config.source})" if member_config else "--kubeconfig"
+    cluster_id = await obtain_cluster_id(member, hint=member_hint)
+    try:
+        listed = await karmada.list(CLUSTERS)
+    except NotFoundError as exc:
+        raise RegistrationError(
+            "the Karmada API server does not serve cluster.karmada.io/v1alpha1 clusters: check "
+            "that --karmada-kubeconfig points at the Karmada API server, not its host cluster"
+        ) from exc
+    except KubeError as exc:
+        raise _explain(
+            exc, side="Karmada", action="listing Clusters", hint="--karmada-kubeconfig"
+        ) from exc
+    check_unique(list(listed.get("items") or []), options.cluster_name, cluster_id)
+
+    credentials = MemberCredentials()
+    if options.report_kube_credentials or options.report_kube_impersonator:
+        credentials = await obtain_member_credentials(
+            member, options, timeout=token_timeout, poll_interval=token_poll_interval
+        )
+    desired = desired_cluster_spec(
+        options,
+        cluster_id,
+        member_proxy_url=member_config.proxy_url if member_config else None,
+        insecure_skip_tls_verification=bool(member_config and not member_config.verify),
+    )
+    cluster = await register_in_control_plane(karmada, options, desired, credentials)
+    log.info("registered cluster %s (id %s)", options.cluster_name, cluster_id)
+    return RegistrationResult(cluster=cluster, cluster_id=cluster_id)
+
+
+__all__ = [
+    "MemberCredentials",
+    "RegistrationError",
+    "RegistrationResult",
+    "check_unique",
+    "desired_cluster_spec",
+    "ensure_cluster",
+    "obtain_cluster_id",
+    "obtain_member_credentials",
+    "register",
+    "register_in_control_plane",
+    "spec_patch",
+]

@@ -1,0 +1,149 @@
+"""The controller registry, the manager's start/stop order, and the periodic job wrapper."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, cast
+
+import pytest
+
+from agent.context import AgentContext, Runnable
+from agent.controllers import load_builders
+from agent.controllers.manager import ControllerManager
+from agent.options import Options
+from agent.periodic import Periodic
+
+
+class Recorder:
+    def __init__(self, name: str, log: list[str], *, hang: bool = False) -> None:
+        self.name = name
+        self.log = log
+        self.hang = hang
+
+    async def start(self) -> None:
+        self.log.append(f"start {self.name}")
+
+    async def stop(self) -> None:
+        self.log.append(f"stop {self.name}")
+        if self.hang:
+            await asyncio.Event().wait()
+
+
+def context() -> AgentContext:
+    return cast(AgentContext, type("Ctx", (), {"options": Options(cluster_name="m1")})())
+
+
+def test_registry_warns_about_unimplemented_controllers(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING)
+    selection = load_builders({"clusterStatus", "serviceExport", "endpointsliceCollect"})
+    assert list(selection.builders) == ["clusterStatus"]
+    assert selection.not_implemented == ("serviceExport", "endpointsliceCollect")
+    text = caplog.text
+    assert "serviceExport is enabled but not implemented" in text
+    assert "endpointsliceCollect is enabled but not implemented" in text
+
+
+def test_registry_builds_only_enabled() -> None:
+    assert load_builders(set()).builders == {}
+    assert "clusterStatus" not in load_builders({"execution"}).builders
+
+
+async def test_manager_order_failures_and_bounded_stop() -> None:
+    log: list[str] = []
+
+    def good(name: str) -> Any:
+        return lambda _ctx: Recorder(name, log)
+
+    def broken(_ctx: AgentContext) -> Runnable:
+        raise RuntimeError("no member access")
+
+    def hanging(_ctx: AgentContext) -> Runnable:
+        return Recorder("hanging", log, hang=True)
+
+    manager = ControllerManager(
+        context(),
+        builders={"a": good("a"), "broken": broken, "hanging": hanging, "b": good("b")},
+        shared=[Recorder("shared", log)],
+        stop_timeout=0.5,
+    )
+    await manager.start()
+    assert log == ["start shared", "start a", "start hanging", "start b"]
+    assert manager.failed == {"broken": "no member access"}
+    log.clear()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    await manager.stop()
+    assert loop.time() - began < 2.0
+    assert log == ["stop b", "stop hanging", "stop a", "stop shared"]
+    assert manager.running == []
+
+
+async def test_periodic_runs_without_overlap_and_stop_waits_for_inflight() -> None:
+    active = 0
+    most = 0
+    finished = 0
+    release = asyncio.Event()
+    began = asyncio.Event()
+
+    async def job() -> None:
+        nonlocal active, most, finished
+        active += 1
+        most = max(most, active)
+        began.set()
+        try:
+            await release.wait()
+        finally:
+            active -= 1
+        finished += 1
+
+    periodic = Periodic("test-job", job, 0.05)
+    await periodic.start()
+
+    # The first run starts at once and is still going: later ticks must be skipped.
+    await asyncio.wait_for(began.wait(), 5)
+    stopping = asyncio.create_task(periodic.stop(timeout=5))
+    await asyncio.sleep(0)  # let stop() pause the scheduler and start waiting
+    assert not stopping.done()
+    release.set()
+    await asyncio.wait_for(stopping, 5)
+    assert most == 1
+    assert finished == 1  # the in-flight run finished instead of being cancelled
+    assert not periodic.running
+
+
+async def test_periodic_keeps_going_after_failures() -> None:
+    calls = 0
+
+    async def job() -> None:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("boom")
+
+    periodic = Periodic("failing", job, 0.05, jitter=0.01)
+    await periodic.start()
+    try:
+        assert await periodic.wait_runs(3, timeout=5)
+    finally:
+        await periodic.stop()
+    assert periodic.failures >= 3
+
+
+async def test_periodic_cancels_a_run_that_outlives_the_stop_bound() -> None:
+    cancelled = asyncio.Event()
+    began = asyncio.Event()
+
+    async def job() -> None:
+        began.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    periodic = Periodic("stuck", job, 10)
+    await periodic.start()
+
+    await asyncio.wait_for(began.wait(), 5)
+    await asyncio.wait_for(periodic.stop(timeout=0.1), 5)
+    assert cancelled.is_set()

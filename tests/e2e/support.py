@@ -1,0 +1,59 @@
+"""Shared helpers for end-to-end tests: kubectl, API clients from kubeconfigs, waiting."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from agent.kube.client import KubeClient
+from agent.kube.config import load_kubeconfig
+from agent.kube.transport import Transport
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+
+
+async def kubectl(kubeconfig: Path | None, *args: str, stdin: str | None = None) -> str:
+    """Run the real kubectl; raise with its output when it fails."""
+    command = ["kubectl", *(["--kubeconfig", str(kubeconfig)] if kubeconfig else []), *args]
+    proc = await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate(stdin.encode() if stdin is not None else None)
+    if proc.returncode != 0:
+        raise AssertionError(f"{' '.join(command)} failed ({proc.returncode}): {err.decode()}")
+    return out.decode()
+
+
+async def client_for(kubeconfig: Path) -> KubeClient:
+    return KubeClient(Transport(await load_kubeconfig(str(kubeconfig), user_agent="e2e-test")))
+
+
+async def eventually(
+    check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, what: str = "condition"
+) -> Any:
+    """Wait until `check()` returns a truthy value (returned), re-checking every 50 ms."""
+    deadline = time.monotonic() + timeout
+    last_error: BaseException | None = None
+    while time.monotonic() < deadline:
+        try:
+            value = await check()
+            if value:
+                return value
+        except AssertionError as exc:
+            last_error = exc
+        await asyncio.sleep(0.05)  # poll interval of the wait-for-condition loop
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last_error!r}")
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (obj.get("status") or {}).get("conditions") or ():
+        if cond.get("type") == type_:
+            return dict(cond)
+    return None

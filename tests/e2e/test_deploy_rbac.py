@@ -1,0 +1,175 @@
+"""The agent runs under exactly the RBAC that deploy/ grants, on both sides (issue 5).
+
+Rendered with the real kubectl's kustomize and applied with `kubectl apply --server-side`;
+the member credential is the token of the ServiceAccount that deploy/base creates, the
+control-plane credential a client certificate for system:karmada:agent:member1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from pathlib import Path
+
+import pytest
+
+from agent.app import run
+from agent.kube.client import GVR
+from agent.kube.errors import ForbiddenError, NotFoundError
+from agent.options import parse_options
+from agent.testing.emulator import run_emulator
+from agent.testing.kubeconfig import build_kubeconfig, write_kubeconfig
+from agent.testing.works import control_plane_work
+
+from .support import DEPLOY, client_for, condition, eventually, kubectl
+
+WORKS = GVR("work.karmada.io", "v1alpha1", "works")
+CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
+SECRETS = GVR("", "v1", "secrets")
+LEASES = GVR("coordination.k8s.io", "v1", "leases")
+CONFIGMAPS = GVR("", "v1", "configmaps")
+CLUSTER = "member1"
+ES = f"karmada-es-{CLUSTER}"
+
+
+async def _service_account_token(admin_kubeconfig: Path) -> str:
+    admin = await client_for(admin_kubeconfig)
+    try:
+        await admin.create(
+            SECRETS,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": "karmada-agent-sa-token",
+                    "namespace": "karmada-system",
+                    "annotations": {"kubernetes.io/service-account.name": "karmada-agent-sa"},
+                },
+                "type": "kubernetes.io/service-account-token",
+            },
+            namespace="karmada-system",
+        )
+
+        async def token() -> str:
+            secret = await admin.get(SECRETS, "karmada-agent-sa-token", namespace="karmada-system")
+            data = (secret.get("data") or {}).get("token")
+            return base64.b64decode(data).decode() if data else ""
+
+        return str(await eventually(token, what="the ServiceAccount token"))
+    finally:
+        await admin.close()
+
+
+@pytest.mark.timeout(120)
+async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) -> None:
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=CLUSTER) as member,
+    ):
+        cp_admin = cp.write_kubeconfig(tmp_path / "cp-admin")
+        member_admin = member.write_kubeconfig(tmp_path / "member-admin")
+
+        # Both sides take every rendered object, schema-validated where the server validates.
+        for kubeconfig, tree in ((cp_admin, "control-plane"), (member_admin, "base")):
+            rendered = await kubectl(None, "kustomize", str(DEPLOY / tree))
+            applied = await kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=rendered)
+            assert "serverside-applied" in applied
+
+        token = await _service_account_token(member_admin)
+        member_agent = write_kubeconfig(
+            tmp_path / "member-agent", build_kubeconfig(member.url, member.ca_pem, token=token)
+        )
+        karmada_agent = cp.write_kubeconfig(
+            tmp_path / "karmada-agent",
+            user=f"system:karmada:agent:{CLUSTER}",
+            groups=["system:karmada:agents"],
+        )
+        options = parse_options(
+            [
+                f"--karmada-kubeconfig={karmada_agent}",
+                f"--kubeconfig={member_agent}",
+                f"--cluster-name={CLUSTER}",
+                "--cluster-api-endpoint=https://member1.example:6443",
+                "--cluster-status-update-frequency=1s",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+            ]
+        )
+        stop = asyncio.Event()
+        agent = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))
+        admin = await client_for(cp_admin)
+        as_agent = await client_for(karmada_agent)
+        member_client = await client_for(member_admin)
+        try:
+
+            async def cluster_ready() -> bool:
+                assert not agent.done(), f"agent exited with {agent.result()}"
+                try:
+                    cluster = await admin.get(CLUSTERS, CLUSTER)
+                except NotFoundError:
+                    return False
+                ready = condition(cluster, "Ready")
+                return bool(ready and ready["status"] == "True")
+
+            await eventually(cluster_ready, timeout=30, what="Cluster Ready")
+            cluster = await admin.get(CLUSTERS, CLUSTER)
+            kube_system = await member_client.get(GVR("", "v1", "namespaces"), "kube-system")
+            assert cluster["spec"]["syncMode"] == "Pull"
+            assert cluster["spec"]["id"] == kube_system["metadata"]["uid"]
+            assert cluster["status"]["nodeSummary"]["totalNum"] >= 1
+
+            # Heartbeat and leader election both live on the control plane.
+            lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+            assert lease["spec"]["holderIdentity"] == CLUSTER
+            assert lease["metadata"]["ownerReferences"][0]["kind"] == "Cluster"
+            leader = await admin.get(LEASES, f"karmada-agent-{CLUSTER}", namespace="karmada-system")
+            assert leader["spec"]["holderIdentity"]
+
+            config = {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "rbac-probe", "namespace": "default"},
+                "data": {"k": "v"},
+            }
+            await admin.create(
+                WORKS, control_plane_work(CLUSTER, "rbac-probe", [config]), namespace=ES
+            )
+
+            async def applied() -> bool:
+                work = await admin.get(WORKS, "rbac-probe", namespace=ES)
+                done = condition(work, "Applied")
+                statuses = (work.get("status") or {}).get("manifestStatuses") or []
+                return bool(done and done["status"] == "True" and statuses)
+
+            await eventually(applied, what="the Work to be Applied with status")
+            live = await member_client.get(CONFIGMAPS, "rbac-probe", namespace="default")
+            assert live["data"] == {"k": "v"}
+
+            await admin.delete(WORKS, "rbac-probe", namespace=ES)
+
+            async def gone() -> bool:
+                for client, gvr, ns in ((member_client, CONFIGMAPS, "default"), (admin, WORKS, ES)):
+                    try:
+                        await client.get(gvr, "rbac-probe", namespace=ns)
+                        return False
+                    except NotFoundError:
+                        continue
+                return True
+
+            await eventually(gone, what="the ConfigMap and the Work to go")
+
+            # Outside its rights: another cluster's Works, Secrets elsewhere, another Cluster.
+            with pytest.raises(ForbiddenError):
+                await as_agent.list(WORKS, namespace="karmada-es-other")
+            with pytest.raises(ForbiddenError):
+                await as_agent.list(SECRETS, namespace="karmada-system")
+            with pytest.raises(ForbiddenError):
+                await as_agent.get(SECRETS, "other", namespace="karmada-cluster")
+            with pytest.raises(ForbiddenError):
+                await as_agent.delete(CLUSTERS, "other")
+        finally:
+            stop.set()
+            code = await asyncio.wait_for(agent, 30)
+            for client in (admin, as_agent, member_client):
+                await client.close()
+        assert code == 0
