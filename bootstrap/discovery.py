@@ -9,11 +9,13 @@ the CA is the one the administrator meant.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import hmac
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,10 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from agent.kube.config import ClientConfig
+from agent.kube.errors import TransportError
+
+from .kubeconfig import anonymous_client_config, open_client
 from .tokens import BootstrapToken
 
 PIN_PATTERN = re.compile(r"^sha256:([0-9a-f]{64})$")
@@ -132,3 +138,97 @@ def check_pins(ca_bundle: bytes, pins: set[str]) -> bytes:
         f"none of the control plane's CA certificates matches --discovery-token-ca-cert-hash "
         f"(the server presented {found}); check the hash with the control plane's administrator"
     )
+
+
+# --- fetching cluster-info ------------------------------------------------------------------
+
+CLUSTER_INFO_PATH = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
+JWS_PREFIX = "jws-kubeconfig-"
+
+
+@dataclass(frozen=True)
+class ValidatedClusterInfo:
+    """The control plane's CA (pinned, or unverified with the unsafe flag) and its kubeconfig."""
+
+    ca_pem: bytes
+    kubeconfig: str
+    server: str
+    verified: bool
+
+
+async def _fetch(config: ClientConfig) -> dict[str, str] | None:
+    async with open_client(config) as client:
+        response = await client.raw_get(CLUSTER_INFO_PATH)
+    if response.status == 200:
+        data = (response.json() or {}).get("data") or {}
+        return {str(k): str(v) for k, v in data.items()}
+    if response.status in (401, 403):
+        raise DiscoveryError(
+            f"the control plane refused an anonymous read of kube-public/cluster-info "
+            f"(HTTP {response.status}): anonymous auth or the Role/RoleBinding "
+            "system:karmada:bootstrap-signer-clusterinfo is missing; its administrator can run "
+            "`karmada-bootstrap token create --ensure-prerequisites`"
+        )
+    return None
+
+
+async def retrieve_validated(
+    server: str,
+    token: BootstrapToken,
+    pins: set[str],
+    *,
+    unsafe_skip_ca_verification: bool,
+    timeout: float,
+    progress: Callable[[str], None] = lambda _m: None,
+) -> ValidatedClusterInfo:
+    """karmadactl register's discovery: untrusted read, JWS check, CA pin, trusted re-read."""
+    if not pins and not unsafe_skip_ca_verification:
+        raise DiscoveryError(
+            "give --discovery-token-ca-cert-hash (printed by `karmada-bootstrap token create "
+            "--print-register-command`), or accept the risk with "
+            "--discovery-token-unsafe-skip-ca-verification"
+        )
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    key = JWS_PREFIX + token.id
+    delay = 0.2
+    last_problem = ""
+    progress(f"reading cluster-info from {server} (not trusting the server yet)")
+    while True:
+        try:
+            data = await _fetch(anonymous_client_config(server, None))
+        except TransportError as exc:
+            data, last_problem = None, str(exc)
+        if data is not None and key in data and "kubeconfig" in data:
+            break
+        if data is not None:
+            last_problem = (
+                f"cluster-info has no signature for token id {token.id!r}: the token is "
+                "unknown, expired or lacks the 'signing' usage, or the control plane's "
+                "bootstrapsigner controller is not running"
+            )
+        if loop.time() + delay > deadline:
+            raise DiscoveryError(
+                f"discovery gave up after {timeout:g}s: {last_problem or 'no cluster-info'}"
+            )
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 5.0)
+
+    content = data["kubeconfig"]
+    verify_detached(content, data[key], token)
+    info = parse_cluster_info_kubeconfig(content)
+    if not pins:
+        return ValidatedClusterInfo(info.ca_pem, content, info.server, verified=False)
+    check_pins(info.ca_pem, pins)
+    progress("cluster-info signature and CA hash verified; re-reading it over trusted TLS")
+    try:
+        again = await _fetch(anonymous_client_config(server, info.ca_pem))
+    except TransportError as exc:
+        raise DiscoveryError(
+            f"cannot re-read cluster-info over TLS verified with the pinned CA: {exc}"
+        ) from None
+    if again is None or again.get("kubeconfig") != content:
+        raise DiscoveryError(
+            "cluster-info changed between the untrusted and the trusted read; refusing to continue"
+        )
+    return ValidatedClusterInfo(info.ca_pem, content, info.server, verified=True)

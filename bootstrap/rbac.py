@@ -1,0 +1,320 @@
+"""What the control plane must grant for bootstrap-token registration, and checks for it.
+
+Prerequisites (what `karmadactl init` installs; karmada-contract 4.1): `kube-public/cluster-info`
+readable by `system:anonymous`; the bootstrap group may create CSRs and is allowed the
+`clusteragent` approval; the agents group is allowed the `selfclusteragent` approval (rotation).
+Upstream also installs an all-powerful `system:karmada:agent:rbac-generator` identity that any
+bootstrap-token holder can obtain; we check for it but never create it: the least-privilege
+alternative is the per-cluster RBAC from deploy/ pre-created by the admin
+(`token create --for-cluster NAME`).
+
+Checks use SubjectAccessReview (as the admin) or SelfSubjectAccessReview (as the identity
+itself), so they answer for whatever authorizer the control plane runs, not for our reading of
+its RBAC objects.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from agent.karmada.names import AGENT_GROUP, agent_user, execution_namespace
+from agent.kube.client import GVR, KubeClient
+
+SAR = GVR("authorization.k8s.io", "v1", "subjectaccessreviews")
+SSAR = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
+RBAC_GENERATOR_USER = "system:karmada:agent:rbac-generator"
+CLUSTER_INFO_NAMESPACE = "kube-public"
+CLUSTER_INFO_NAME = "cluster-info"
+ANONYMOUS = "system:anonymous"
+_RBAC = "rbac.authorization.k8s.io/v1"
+_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Access:
+    verb: str
+    resource: str
+    group: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+
+    def attributes(self) -> Obj:
+        attrs: Obj = {"verb": self.verb, "group": self.group, "resource": self.resource}
+        for key in ("subresource", "namespace", "name"):
+            if getattr(self, key):
+                attrs[key] = getattr(self, key)
+        return attrs
+
+    def __str__(self) -> str:
+        what = self.resource + (f"/{self.subresource}" if self.subresource else "")
+        if self.group:
+            what += f".{self.group}"
+        where = f" in {self.namespace}" if self.namespace else ""
+        named = f" {self.name!r}" if self.name else ""
+        return f"{self.verb} {what}{named}{where}"
+
+
+async def allowed(client: KubeClient, user: str, groups: list[str], access: Access) -> bool:
+    """SubjectAccessReview (needs create on subjectaccessreviews, i.e. an admin)."""
+    review = await client.create(
+        SAR,
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": groups, "resourceAttributes": access.attributes()},
+        },
+    )
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+async def self_allowed(client: KubeClient, access: Access) -> bool:
+    review = await client.create(
+        SSAR,
+        {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": access.attributes()},
+        },
+    )
+    return bool((review.get("status") or {}).get("allowed"))
+
+
+def agent_access(cluster: str, cluster_namespace: str) -> list[Access]:
+    """A sample of what the agent identity needs; all present = the per-cluster RBAC exists."""
+    return [
+        Access("update", "clusters", "cluster.karmada.io", "status", name=cluster),
+        Access("list", "works", "work.karmada.io", namespace=execution_namespace(cluster)),
+        Access(
+            "update", "leases", "coordination.k8s.io", namespace="karmada-cluster", name=cluster
+        ),
+        Access("get", "secrets", namespace=cluster_namespace, name=cluster),
+    ]
+
+
+async def missing_agent_access(
+    client: KubeClient, cluster: str, cluster_namespace: str
+) -> list[Access]:
+    """As the agent itself: what of its RBAC is missing."""
+    return [
+        a for a in agent_access(cluster, cluster_namespace) if not await self_allowed(client, a)
+    ]
+
+
+# --- prerequisites ------------------------------------------------------------------------------
+
+
+def cluster_info_kubeconfig(server: str, ca_pem: bytes) -> str:
+    """The kubeconfig kept in cluster-info: one unnamed cluster, server and CA only."""
+    config: Obj = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "",
+                "cluster": {
+                    "certificate-authority-data": base64.b64encode(ca_pem).decode(),
+                    "server": server,
+                },
+            }
+        ],
+        "contexts": None,
+        "current-context": "",
+        "preferences": {},
+        "users": None,
+    }
+    return yaml.safe_dump(config, sort_keys=True)
+
+
+def cluster_info_configmap(server: str, ca_pem: bytes) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": CLUSTER_INFO_NAME, "namespace": CLUSTER_INFO_NAMESPACE},
+        "data": {"kubeconfig": cluster_info_kubeconfig(server, ca_pem)},
+    }
+
+
+def _binding(
+    kind: str, name: str, role_kind: str, role: str, subjects: list[Obj], ns: str = ""
+) -> Obj:
+    meta: Obj = {"name": name, "labels": dict(_LABELS)}
+    if ns:
+        meta["namespace"] = ns
+    return {
+        "apiVersion": _RBAC,
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
+        "subjects": subjects,
+    }
+
+
+def _group(name: str) -> Obj:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name}
+
+
+def _cluster_role(name: str, rules: list[Obj]) -> Obj:
+    return {
+        "apiVersion": _RBAC,
+        "kind": "ClusterRole",
+        "metadata": {"name": name, "labels": dict(_LABELS)},
+        "rules": rules,
+    }
+
+
+def prerequisite_rbac(bootstrap_groups: list[str]) -> list[Obj]:
+    """The RBAC of karmada-contract 4.1 without the rbac-generator, for `bootstrap_groups`."""
+    groups = [_group(g) for g in bootstrap_groups]
+    clusterinfo = "system:karmada:bootstrap-signer-clusterinfo"
+    autoapprover = "system:karmada:certificatesigningrequest:autoapprover"
+    selfautoapprover = "system:karmada:certificatesigningrequest:selfautoapprover"
+    return [
+        {
+            "apiVersion": _RBAC,
+            "kind": "Role",
+            "metadata": {
+                "name": clusterinfo,
+                "namespace": CLUSTER_INFO_NAMESPACE,
+                "labels": dict(_LABELS),
+            },
+            "rules": [
+                {
+                    "apiGroups": [""],
+                    "resources": ["configmaps"],
+                    "resourceNames": [CLUSTER_INFO_NAME],
+                    "verbs": ["get"],
+                }
+            ],
+        },
+        _binding(
+            "RoleBinding",
+            clusterinfo,
+            "Role",
+            clusterinfo,
+            [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ANONYMOUS}],
+            ns=CLUSTER_INFO_NAMESPACE,
+        ),
+        # kube-apiserver's default role: create/get/list/watch CSRs.
+        _binding(
+            "ClusterRoleBinding",
+            "system:karmada:agent-bootstrap",
+            "ClusterRole",
+            "system:node-bootstrapper",
+            groups,
+        ),
+        _cluster_role(
+            autoapprover,
+            [
+                {
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests/clusteragent"],
+                    "verbs": ["create"],
+                }
+            ],
+        ),
+        _binding(
+            "ClusterRoleBinding",
+            "system:karmada:agent-autoapprove-bootstrap",
+            "ClusterRole",
+            autoapprover,
+            groups,
+        ),
+        _cluster_role(
+            selfautoapprover,
+            [
+                {
+                    "apiGroups": ["certificates.k8s.io"],
+                    "resources": ["certificatesigningrequests/selfclusteragent"],
+                    "verbs": ["create"],
+                }
+            ],
+        ),
+        _binding(
+            "ClusterRoleBinding",
+            "system:karmada:agent-autoapprove-certificate-rotation",
+            "ClusterRole",
+            selfautoapprover,
+            [_group(AGENT_GROUP)],
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One thing registration needs from the control plane: who must be allowed what."""
+
+    description: str
+    user: str
+    groups: tuple[str, ...]
+    access: Access
+    fix: str
+
+
+def bootstrap_requirements(token_id: str, bootstrap_groups: list[str]) -> list[Requirement]:
+    user = f"system:bootstrap:{token_id}"
+    groups = ("system:bootstrappers", *bootstrap_groups, "system:authenticated")
+    csr = "certificatesigningrequests"
+    return [
+        Requirement(
+            "anonymous users can read kube-public/cluster-info (discovery)",
+            ANONYMOUS,
+            ("system:unauthenticated",),
+            Access("get", "configmaps", namespace=CLUSTER_INFO_NAMESPACE, name=CLUSTER_INFO_NAME),
+            "Role/RoleBinding system:karmada:bootstrap-signer-clusterinfo in kube-public",
+        ),
+        Requirement(
+            "the bootstrap token may create certificate signing requests",
+            user,
+            groups,
+            Access("create", csr, "certificates.k8s.io"),
+            "ClusterRoleBinding system:karmada:agent-bootstrap -> system:node-bootstrapper",
+        ),
+        Requirement(
+            "Karmada's CSR approver may auto-approve the bootstrap token's agent CSRs",
+            user,
+            groups,
+            Access("create", csr, "certificates.k8s.io", "clusteragent"),
+            "ClusterRole/Binding system:karmada:certificatesigningrequest:autoapprover",
+        ),
+        Requirement(
+            "agents may renew their own certificates (selfclusteragent approval)",
+            "system:karmada:agent:example",
+            (AGENT_GROUP, "system:authenticated"),
+            Access("create", csr, "certificates.k8s.io", "selfclusteragent"),
+            "ClusterRole/Binding system:karmada:certificatesigningrequest:selfautoapprover",
+        ),
+    ]
+
+
+async def unmet(client: KubeClient, requirements: list[Requirement]) -> list[Requirement]:
+    return [r for r in requirements if not await allowed(client, r.user, list(r.groups), r.access)]
+
+
+async def rbac_generator_available(client: KubeClient) -> bool:
+    """Whether upstream's rbac-generator identity could create per-cluster RBAC."""
+    return await allowed(
+        client,
+        RBAC_GENERATOR_USER,
+        [AGENT_GROUP, "system:authenticated"],
+        Access("create", "clusterroles", "rbac.authorization.k8s.io"),
+    )
+
+
+async def missing_agent_rbac(
+    client: KubeClient, cluster: str, cluster_namespace: str
+) -> list[Access]:
+    """As the admin: which of the agent identity's accesses are missing."""
+    user = agent_user(cluster)
+    groups = [AGENT_GROUP, "system:authenticated"]
+    return [
+        a
+        for a in agent_access(cluster, cluster_namespace)
+        if not await allowed(client, user, groups, a)
+    ]
