@@ -236,6 +236,7 @@ class Agent:
             member_objects=member_objects,
             events=self.events,
             metrics=self.metrics,
+            karmada_config=self.karmada.transport.config,
         )
         return ctx, [member_objects]
 

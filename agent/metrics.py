@@ -97,6 +97,19 @@ class AgentMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        # certRotation: the Karmada client certificate in use, and the rotations attempted.
+        self.client_certificate_expiration = gauge(
+            "karmada_agent_client_certificate_expiration_seconds",
+            "The notAfter of the client certificate the agent uses for the Karmada control "
+            "plane, in seconds since the Unix epoch.",
+        )
+        self.client_certificate_rotations = Counter(
+            "karmada_agent_client_certificate_rotations",
+            "Rotations of the agent's Karmada client certificate, by result "
+            "('success' or 'error').",
+            [CLUSTER_LABEL, "result"],
+            registry=registry,
+        )
         info = build_info()
         self.build_info = Gauge(
             "karmada_agent_build_info",

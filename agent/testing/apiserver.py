@@ -208,13 +208,13 @@ class ApiServer:
             if name:
                 raise errors.method_not_allowed()
             ctx = h.write_ctx(req, "CreateOptions")
-            return await h.create(rt, ns, h.parse_body(req), ctx)
+            return await h.create(rt, ns, h.parse_body(req, rt=rt), ctx)
         if verb == "update":
             if sub == "scale":
                 ctx = h.write_ctx(req, "UpdateOptions", "scale")
                 return h.update_scale(rt, ns, name, h.parse_body(req), ctx)
             ctx = h.write_ctx(req, "UpdateOptions", sub)
-            return await h.update(rt, ns, name, h.parse_body(req), ctx)
+            return await h.update(rt, ns, name, h.parse_body(req, rt=rt), ctx)
         if verb == "patch":
             ctx = h.write_ctx(req, "PatchOptions", sub)
             return await h.patch(rt, ns, name, req, ctx)
@@ -230,7 +230,7 @@ class ApiServer:
         fn = self.reviews.get(rt.group_resource)
         if fn is None:
             raise ApiError(404, "NotFound", NOT_FOUND_MESSAGE, {})
-        body = self.handlers.parse_body(req)
+        body = self.handlers.parse_body(req, rt=rt)
         if not isinstance(body, dict):
             raise errors.bad_request(f"Object '{rt.kind}' is not a valid object")
         assert req.user is not None

@@ -150,6 +150,22 @@ def _selector_immutable(new: JSON, old: JSON | None) -> list[Cause]:
     return []
 
 
+def _replicas_nonnegative(new: JSON, old: JSON | None) -> list[Cause]:
+    """apps validation of spec.replicas (ValidateNonnegativeField), then the selector check."""
+    causes = _selector_immutable(new, old)
+    replicas = (new.get("spec") or {}).get("replicas")
+    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 0:
+        causes.insert(
+            0,
+            field_cause(
+                "FieldValueInvalid",
+                "spec.replicas",
+                f"Invalid value: {replicas}: must be greater than or equal to 0",
+            ),
+        )
+    return causes
+
+
 def _go_value(value: Any) -> str:
     return "v1.LabelSelector{...}" if isinstance(value, dict) else repr(value)
 
@@ -279,16 +295,16 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
         t("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
           tracks_generation=True, generation_on_annotations=True, reset_status_on_create=True,
-          validate=apps_validate),
+          validate=_replicas_nonnegative),
         t("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
-          tracks_generation=True, reset_status_on_create=True, validate=apps_validate),
+          tracks_generation=True, reset_status_on_create=True, validate=_replicas_nonnegative),
         t("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",),
           categories=("all",), subresources=status, tracks_generation=True,
           reset_status_on_create=True, validate=apps_validate),
         t("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
-          tracks_generation=True, reset_status_on_create=True, validate=apps_validate,
+          tracks_generation=True, reset_status_on_create=True, validate=_replicas_nonnegative,
           field_labels={"status.replicas": _path("status.replicas", "0")}),
         # batch/v1
         t("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=status,

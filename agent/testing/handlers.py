@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from . import errors, tables
+from . import errors, protobuf, tables
 from .errors import ApiError, field_cause
 from .fieldmeta import FieldMeta, NoFieldMeta
 from .registry import JSON, Registry, ResourceType
@@ -41,6 +41,8 @@ PATCH_JSON = "application/json-patch+json"
 PATCH_MERGE = "application/merge-patch+json"
 PATCH_STRATEGIC = "application/strategic-merge-patch+json"
 PATCH_APPLY = "application/apply-patch+yaml"
+# Media types an object body may come in as JSON or YAML.
+JSON_YAML_TYPES = (JSON_CT, "application/yaml", "application/x-yaml", "text/yaml")
 _GEN_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -162,10 +164,19 @@ class Handlers:
 
     # ------------------------------------------------------------------ parsing
 
-    def parse_body(self, req: ApiRequest, yaml_ok: bool = True) -> Any:
+    def parse_body(
+        self, req: ApiRequest, yaml_ok: bool = True, rt: ResourceType | None = None
+    ) -> Any:
         if not req.body:
             raise errors.bad_request("the body of the request was empty")
         ct = req.content_type
+        if rt is not None and ct not in ("", *JSON_YAML_TYPES):
+            # Built-in types also take protobuf (kubectl's typed clients send it); custom
+            # resources only JSON and YAML, as kube-apiserver's negotiation answers.
+            if ct == protobuf.PROTOBUF and not rt.crd_name:
+                return protobuf.decode_object(req.body, rt.kind)
+            accepted = protobuf.CUSTOM_MEDIA_TYPES if rt.crd_name else protobuf.BUILTIN_MEDIA_TYPES
+            raise protobuf.unsupported_media_type(accepted)
         try:
             if ct in ("application/yaml", "application/x-yaml", "text/yaml", PATCH_APPLY):
                 return yaml.safe_load(req.body)
@@ -743,7 +754,14 @@ class Handlers:
         return self.respond_obj(rt, result, code, ctx)
 
     def apply_update(
-        self, rt: ResourceType, stored: Stored, new: JSON, ctx: WriteCtx, *, patched: bool = False
+        self,
+        rt: ResourceType,
+        stored: Stored,
+        new: JSON,
+        ctx: WriteCtx,
+        *,
+        patched: bool = False,
+        applied: bool = False,
     ) -> tuple[JSON, int]:
         """The shared tail of PUT and PATCH: preconditions, strategy, validation, write."""
         old = stored.obj
@@ -783,7 +801,9 @@ class Handlers:
             raise errors.invalid(rt.group, rt.kind, name, causes)
         if _strip_volatile(new) == _strip_volatile(old):
             return old, 200
-        if self.engines.track_update is not None:
+        # An apply patch has recorded its own managed fields (operation Apply); tracking it
+        # again would add an Update entry for the same manager.
+        if self.engines.track_update is not None and not applied:
             self.engines.track_update(
                 old, new, manager=ctx.manager, meta=_meta(rt), api_version=rt.api_version,
                 subresource=ctx.subresource, now=self.now(),
@@ -935,7 +955,9 @@ class Handlers:
         meta["name"] = name
         if meta.get("resourceVersion") == stored.obj["metadata"].get("resourceVersion"):
             pass
-        result, code = self.apply_update(rt, stored, new, ctx, patched=True)
+        result, code = self.apply_update(
+            rt, stored, new, ctx, patched=True, applied=ct == PATCH_APPLY
+        )
         return self.respond_obj(rt, result, code, ctx)
 
     def _engine(self, which: str) -> Callable[..., JSON]:

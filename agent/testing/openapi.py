@@ -10,9 +10,8 @@ What clients read from them:
 - `kubectl explain` finds the kind through the GVK extension of any operation on the resource
   path, then walks `components.schemas` through `$ref`, `items` and `additionalProperties`.
 
-`/openapi/v2` is served as JSON only. kubectl asks for it in protobuf, which we cannot write;
-like kube-openapi's handler for a type it cannot produce, we answer 406, and client-go then
-treats the v2 document as unavailable (it only needs it when v3 fails).
+`/openapi/v2` is served as JSON, or as gnostic protobuf (openapi_pb) to clients that ask for
+it: kubectl up to 1.28 asks only for protobuf, and its client-side apply fails without it.
 """
 
 from __future__ import annotations
@@ -24,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from agent.testing import errors
+from agent.testing.openapi_pb import encode_document
+from agent.testing.registry import Registry
 from agent.testing.schema import (
     REF_PREFIX,
     TypeSchema,
@@ -55,17 +56,8 @@ class ServedType(Protocol):
     schema: TypeSchema | None
 
 
-def served_types(registry: object) -> list[ServedType]:
-    """The registry's types; accepts `all_types()`/`types()` methods or an iterable registry."""
-    for attr in ("all_types", "types", "resource_types"):
-        member = getattr(registry, attr, None)
-        if callable(member):
-            return list(cast(Iterable[ServedType], member()))
-        if isinstance(member, dict):
-            return list(cast(Iterable[ServedType], member.values()))
-        if isinstance(member, (list, tuple)):
-            return list(cast(Iterable[ServedType], member))
-    return list(cast(Iterable[ServedType], registry))
+def served_types(registry: Registry) -> list[ServedType]:
+    return list(cast(Iterable[ServedType], registry.all()))
 
 
 def gv_path(group: str, version: str) -> str:
@@ -551,6 +543,7 @@ class _Cache:
         self.key: tuple[Any, ...] | None = None
         self.v3: dict[str, tuple[bytes, str]] = {}
         self.v2: bytes | None = None
+        self.v2_pb: bytes | None = None
 
 
 _caches: dict[int, _Cache] = {}
@@ -573,13 +566,14 @@ def _fingerprint(types: list[ServedType]) -> tuple[Any, ...]:
     )
 
 
-def _cache_for(registry: object, types: list[ServedType]) -> _Cache:
+def _cache_for(registry: Registry, types: list[ServedType]) -> _Cache:
     cache = _caches.setdefault(id(registry), _Cache())
     key = _fingerprint(types)
     if cache.key != key:
         cache.key = key
         cache.v3 = {}
         cache.v2 = None
+        cache.v2_pb = None
         for group, version in sorted({(t.group, t.version) for t in types}):
             try:
                 doc = group_version_document(types, group, version)
@@ -594,6 +588,17 @@ def _json(status: int, body: bytes, headers: dict[str, str] | None = None) -> Ap
     return ApiResponse(status, body, {"content-type": "application/json", **(headers or {})})
 
 
+def _protobuf_v2_type(accept: str) -> str | None:
+    """The media type to answer a client that asks for the v2 document in protobuf."""
+    for clause in accept.split(","):
+        media = clause.split(";", 1)[0].strip().lower()
+        if media.startswith(PROTOBUF_V2) and media.endswith("+protobuf"):
+            # Both spellings are accepted; the answer uses the one that is a valid media
+            # type ("@" is not a token character, and Go's mime parser rejects it).
+            return PROTOBUF_V2 + ".v1.0+protobuf"
+    return None
+
+
 def _accepts_json(accept: str) -> bool:
     if not accept.strip():
         return True
@@ -604,7 +609,7 @@ def _accepts_json(accept: str) -> bool:
     return False
 
 
-def openapi_response(registry: object, req: ApiRequest) -> ApiResponse:
+def openapi_response(registry: Registry, req: ApiRequest) -> ApiResponse:
     """Serves /openapi/v2, /openapi/v3 and /openapi/v3/<api|apis/...> for GET requests."""
     if req.method not in ("GET", "HEAD"):
         err = errors.method_not_allowed()
@@ -613,14 +618,21 @@ def openapi_response(registry: object, req: ApiRequest) -> ApiResponse:
     cache = _cache_for(registry, types)
     path = req.path.rstrip("/")
     if path == "/openapi/v2":
-        if not _accepts_json(req.headers.get("accept", "")):
+        accept = req.headers.get("accept", "")
+        proto_type = _protobuf_v2_type(accept)
+        if proto_type is None and not _accepts_json(accept):
             return ApiResponse(406, b"", {"content-type": "text/plain; charset=utf-8"})
         if cache.v2 is None:
             cache.v2 = json.dumps(swagger_document(types), separators=(",", ":")).encode()
         etag = '"' + hashlib.sha512(cache.v2).hexdigest().upper() + '"'
         if req.headers.get("if-none-match") == etag:
             return ApiResponse(304, b"", {"etag": etag})
-        return _json(200, cache.v2, {"etag": etag, "cache-control": "no-cache, private"})
+        headers = {"etag": etag, "cache-control": "no-cache, private"}
+        if proto_type is not None:
+            if cache.v2_pb is None:
+                cache.v2_pb = encode_document(json.loads(cache.v2))
+            return ApiResponse(200, cache.v2_pb, {"content-type": proto_type, **headers})
+        return _json(200, cache.v2, headers)
     if path == "/openapi/v3":
         root = {
             "paths": {

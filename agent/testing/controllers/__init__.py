@@ -28,6 +28,7 @@ class SigningAuthority(Protocol):
         *,
         usages: Sequence[str],
         lifetime: timedelta,
+        backdate: timedelta = ...,
         now: datetime | None = None,
     ) -> bytes: ...
 
@@ -50,6 +51,9 @@ class Knobs:
     # lifetime; 10 minutes is the floor it applies to spec.expirationSeconds.
     csr_max_duration: timedelta = timedelta(hours=8760)
     csr_min_duration: timedelta = timedelta(minutes=10)
+    # csrsigning backdates NotBefore by five minutes (clock skew); tests of certificates only
+    # seconds long set 0, or the backdate would dominate their lifetime.
+    csr_backdate: timedelta = timedelta(minutes=5)
     # karmada-controller-manager cluster controller.
     cluster_monitor_period: float = 5.0
     cluster_monitor_grace_period: float = 40.0

@@ -82,7 +82,12 @@ async def sign_one(ctx: ControllerContext, csr: JSON) -> None:
     expiration = spec.get("expirationSeconds")
     lifetime = signing_duration(ctx.knobs, int(expiration) if expiration is not None else None)
     cert_pem = await asyncio.to_thread(
-        ctx.ca.sign_csr, request.pem.encode(), usages=usages, lifetime=lifetime, now=ctx.clock()
+        ctx.ca.sign_csr,
+        request.pem.encode(),
+        usages=usages,
+        lifetime=lifetime,
+        backdate=ctx.knobs.csr_backdate,
+        now=ctx.clock(),
     )
     signed = dict(csr)
     new_status = dict(status)

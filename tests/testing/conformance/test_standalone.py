@@ -1,0 +1,84 @@
+"""Issue 2's "Done when": `python -m agent.testing` standalone, driven by kubectl, SIGTERM -> 0."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from .kubectl import NEWEST, Kubectl, kubectl_path
+
+MANIFESTS = """apiVersion: v1
+kind: Namespace
+metadata: {name: shop}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: shop-config, namespace: shop}
+data: {greeting: hello}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shop, namespace: shop}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: shop}}
+  template:
+    metadata: {labels: {app: shop}}
+    spec:
+      containers:
+      - {name: web, image: "nginx:1.25", ports: [{containerPort: 80}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: shop, namespace: shop}
+spec:
+  selector: {app: shop}
+  ports: [{port: 80, targetPort: 80}]
+"""
+
+
+@pytest.mark.skipif(not kubectl_path(NEWEST).exists(), reason="no kubectl")
+async def test_standalone_emulator_with_kubectl(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "k"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent.testing", "--profile", "member", "--port", "0",
+        "--kubeconfig-out", str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 20
+        while not kubeconfig.exists():
+            assert proc.returncode is None, await proc.stderr.read() if proc.stderr else b""
+            assert loop.time() < deadline, "kubeconfig not written"
+            await asyncio.sleep(0.05)
+        k = Kubectl(NEWEST, kubeconfig)
+        out = await k.ok("apply", "--server-side", "-f", "-", stdin=MANIFESTS)
+        assert out.split("\n")[:4] == [
+            "namespace/shop serverside-applied",
+            "configmap/shop-config serverside-applied",
+            "deployment.apps/shop serverside-applied",
+            "service/shop serverside-applied",
+        ]
+        table = await k.ok("get", "deployments,services,configmaps", "-n", "shop")
+        assert "deployment.apps/shop" in table
+        assert "service/shop" in table
+        assert "configmap/shop-config" in table
+        async with k.stream("get", "configmaps", "-n", "shop", "--watch", "-o", "name") as w:
+            await w.until(lambda line: line == "configmap/shop-config")
+            await k.ok("label", "configmap", "shop-config", "-n", "shop", "seen=yes")
+            await w.until(lambda line: line == "configmap/shop-config" and len(w.lines) > 1)
+        assert (await k.ok("auth", "can-i", "delete", "deployments", "-n", "shop")).strip() == "yes"
+        out = await k.ok("delete", "-n", "shop", "deployment/shop", "service/shop", "--wait=false")
+        assert out.split("\n")[:2] == ['deployment.apps "shop" deleted', 'service "shop" deleted']
+        left = await k.ok("get", "deployments,services", "-n", "shop", "-o", "name")
+        assert left.strip() == ""
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        rc = await asyncio.wait_for(proc.wait(), 20)
+    assert rc == 0
