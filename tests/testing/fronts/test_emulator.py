@@ -10,6 +10,7 @@ import ssl
 import stat
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -139,3 +140,26 @@ async def test_cli_writes_kubeconfig_once_accepting_and_exits_0_on_sigterm(tmp_p
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_expired_client_certificate_gets_401_not_a_handshake_failure(emu: Emulator) -> None:
+    # kube-apiserver completes the TLS handshake and its x509 authenticator answers 401.
+    expired = emu.ca.issue(
+        "alice",
+        ("devs",),
+        usage="client",
+        lifetime=timedelta(minutes=1),
+        now=datetime.now(UTC) - timedelta(hours=1),
+    )
+    async with httpx.AsyncClient(verify=emu.ssl_context(expired), base_url=emu.url) as client:
+        r = await client.get("/api/v1/namespaces")
+    assert r.status_code == 401
+    assert r.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
