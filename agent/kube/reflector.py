@@ -138,6 +138,7 @@ class Reflector:
         need_list = True
         delay = self.backoff_initial
         while True:
+            watches_before = self.watches
             try:
                 if need_list:
                     await self._initial_state()
@@ -151,7 +152,13 @@ class Reflector:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if not isinstance(exc, KubeError):
+                if self.watches > watches_before and isinstance(exc, KubeError):
+                    # An established stream was cut (server restart, proxy timeout, a
+                    # credential reload draining old connections): not a failing server, so
+                    # resume at once from the last resourceVersion with the initial delay.
+                    delay = self.backoff_initial
+                    log.info("%s: watch stream ended (%s); resuming", self.name, exc)
+                elif not isinstance(exc, KubeError):
                     log.exception("%s: unexpected error", self.name)
                 else:
                     log.warning("%s: %s; retrying in about %.1fs", self.name, exc, delay)

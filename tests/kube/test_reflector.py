@@ -149,3 +149,57 @@ async def test_watch_list_mode() -> None:
     assert params["resourceVersionMatch"] == "NotOlderThan"
     assert not any(c.params.get("watch") is None for c in api.calls)  # no list call
     await stop(task)
+
+
+class _RecordingClock:
+    """Real time, except that sleeps are recorded and return at once."""
+
+    def __init__(self) -> None:
+        from agent.kube.clock import RealClock
+
+        self._real = RealClock()
+        self.sleeps: list[float] = []
+
+    def now(self) -> float:
+        return self._real.now()
+
+    def call_later(self, delay: float, callback: Any) -> Any:
+        return self._real.call_later(delay, callback)
+
+    async def sleep(self, delay: float) -> None:
+        self.sleeps.append(delay)
+        await asyncio.sleep(0)
+
+
+async def test_cut_streams_resume_without_growing_backoff() -> None:
+    import httpx
+
+    api = FakeApi()
+    api.seed(PATH, cm("a", "1"))
+
+    class _CutStream(httpx.AsyncByteStream):
+        async def __aiter__(self) -> Any:
+            yield b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}\n'
+            raise httpx.ReadError("connection reset by peer")
+
+    cuts = {"n": 0}
+
+    def interceptor(call: Any) -> Any:
+        if call.params.get("watch") and cuts["n"] < 4:
+            cuts["n"] += 1
+            return httpx.Response(200, stream=_CutStream())
+        return None
+
+    api.interceptors.append(interceptor)
+    clock = _RecordingClock()
+    reflector = Reflector(make_client(api), CM, namespace="ns", backoff_initial=0.5, clock=clock)
+    task = await start(reflector)
+    await wait_for(lambda: len(api.watch_calls()) >= 5)
+    await stop(task)
+    # Each cut came after the stream was established: every retry starts from the initial
+    # delay (with jitter up to 2x) instead of doubling towards the maximum.
+    assert len(clock.sleeps) >= 4
+    assert all(0.5 <= s <= 1.0 for s in clock.sleeps[:4])
+    # And each resumed from the bookmark's resourceVersion, without relisting.
+    assert reflector.lists == 1
+    assert all(c.params.get("resourceVersion") == "5" for c in api.watch_calls()[1:])
