@@ -47,24 +47,6 @@ AGENT_SUBJECT = Subject(AGENT_USER, ("system:karmada:agents",))
 LIFETIME = timedelta(seconds=6)
 ROTATIONS = 3
 
-# What deploy/ does not grant (yet): watching CSRs, so that the agent waits with a watch.
-CSR_WATCH_RBAC = f"""
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {{name: "test:cert-rotation-watch"}}
-rules:
-  - apiGroups: [certificates.k8s.io]
-    resources: [certificatesigningrequests]
-    verbs: [watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {{name: "test:cert-rotation-watch"}}
-roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "test:cert-rotation-watch"}}
-subjects:
-  - {{apiGroup: rbac.authorization.k8s.io, kind: User, name: "{AGENT_USER}"}}
-"""
-
 
 def _configmap(name: str, value: str) -> dict[str, Any]:
     return {
@@ -94,7 +76,6 @@ async def test_agent_keeps_syncing_across_rotations(tmp_path: Path) -> None:
         for target, tree in ((cp_admin, "control-plane"), (member_admin, "base")):
             rendered = await kubectl(None, "kustomize", str(DEPLOY / tree))
             await kubectl(target, "apply", "--server-side", "-f", "-", stdin=rendered)
-        await kubectl(cp_admin, "apply", "-f", "-", stdin=CSR_WATCH_RBAC)
 
         admin = await client_for(cp_admin)
         member_client = await client_for(member_admin)
@@ -260,6 +241,11 @@ async def _exercise(
     # Work watches were cut at each switch and resumed from their resourceVersion: no relist.
     assert cp.accounting.counts(verb="list", resource="works", user=AGENT_USER) == work_lists
     assert cp.accounting.watches_opened(resource="works", user=AGENT_USER) >= work_watches + 3
+    # deploy/ grants watch on CSRs: every rotation waited on a watch, not by polling with GET.
+    csr_watches = cp.accounting.watches_opened(
+        resource="certificatesigningrequests", user=AGENT_USER
+    )
+    assert csr_watches >= rotation.rotations
 
     # The rotation CSRs: named after the kubeconfig user, approved by Karmada's "self" rule.
     csrs = [c for c in (await admin.list(CSRS))["items"] if c["spec"].get("username") == AGENT_USER]

@@ -231,7 +231,7 @@ def expected_control_plane_rules(cluster: str, secret_ns: str) -> set[tuple[str,
     add("", k, "clusters", ["*"], ["create", "list"])
     add("", k, "clusters/status", [cluster], ["get", "update", "patch"])
     add("", "", "namespaces", [secret_ns], ["get"])
-    add("", "certificates.k8s.io", "certificatesigningrequests", ["*"], ["create", "get"])
+    add("", "certificates.k8s.io", "certificatesigningrequests", ["*"], ["create", "get", "watch"])
     add("", "certificates.k8s.io", "certificatesigningrequests/selfclusteragent", ["*"], ["create"])
     es = f"karmada-es-{cluster}"
     add(es, "work.karmada.io", "works", ["*"],
