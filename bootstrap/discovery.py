@@ -44,14 +44,6 @@ def _b64url(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
 
 
-def sign_detached(content: str, token: BootstrapToken) -> str:
-    """The detached JWS a bootstrap signer would publish (used by tests and the emulator's peer)."""
-    header = _b64url(json.dumps({"alg": "HS256", "kid": token.id}, separators=(",", ":")).encode())
-    signing_input = f"{header}.{_b64url(content.encode())}".encode()
-    signature = hmac.new(token.secret.encode(), signing_input, hashlib.sha256).digest()
-    return f"{header}..{_b64url(signature)}"
-
-
 def verify_detached(content: str, jws: str, token: BootstrapToken) -> None:
     parts = jws.split(".")
     if len(parts) != 3 or parts[1] != "":

@@ -210,8 +210,8 @@ def print_dry_run(
         "metadata": {"name": f"{o.cluster_name}-<random>"},
         "spec": {
             "request": f"<made on this machine: CN={agent_user(o.cluster_name)}, O={AGENT_GROUP}>",
-            "signerName": csrs.SIGNER_CLIENT,
-            "usages": csrs.AGENT_USAGES,
+            "signerName": csrs.SIGNER_KUBE_APISERVER_CLIENT,
+            "usages": list(csrs.CLIENT_USAGES),
             "expirationSeconds": o.cert_expiration_seconds,
         },
     }
@@ -300,12 +300,11 @@ async def _control_plane_rbac(
     progress("the agent's RBAC is not pre-created; obtaining upstream's rbac-generator identity")
     key = csrs.new_private_key()
     name = f"agent-rbac-generator-{o.cluster_name}{csrs.random_suffix()}"
-    cert = await csrs.request_certificate(
+    cert = await csrs.request_agent_certificate(
         bootstrap,
         name,
         key,
-        rbac.RBAC_GENERATOR_USER,
-        [AGENT_GROUP],
+        csrs.Subject(rbac.RBAC_GENERATOR_USER, (AGENT_GROUP,)),
         expiration_seconds=o.cert_expiration_seconds,
         timeout=o.discovery_timeout,
         progress=progress,
@@ -385,12 +384,11 @@ async def run(
         async with open_client(bootstrap_client_config(server, ca_pem, token)) as bootstrap:
             key = csrs.new_private_key()
             try:
-                cert = await csrs.request_certificate(
+                cert = await csrs.request_agent_certificate(
                     bootstrap,
                     f"{o.cluster_name}-{csrs.random_suffix()}",
                     key,
-                    agent_user(o.cluster_name),
-                    [AGENT_GROUP],
+                    csrs.Subject(agent_user(o.cluster_name), (AGENT_GROUP,)),
                     expiration_seconds=o.cert_expiration_seconds,
                     timeout=o.discovery_timeout,
                     progress=say,

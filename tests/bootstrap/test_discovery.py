@@ -11,6 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from agent.testing.controllers.bootstrap_signer import detached_jws
 from bootstrap import csr, discovery, tokens
 
 
@@ -61,7 +62,8 @@ def test_token_format_and_secret() -> None:
 def test_detached_jws_round_trip_and_tamper() -> None:
     token = tokens.parse("abcdef.0123456789abcdef")
     content = "apiVersion: v1\nclusters: []\n"
-    jws = discovery.sign_detached(content, token)
+    # Signed by the emulator's bootstrap signer, an independent implementation.
+    jws = detached_jws(content, token.id, token.secret)
     header_b64, payload, _sig = jws.split(".")
     assert payload == ""
     assert base64.urlsafe_b64decode(header_b64 + "==") == b'{"alg":"HS256","kid":"abcdef"}'
@@ -117,7 +119,9 @@ def test_cluster_info_kubeconfig_parsing() -> None:
 def test_csr_subject_and_private_key_file(tmp_path: Path) -> None:
     key = csr.new_private_key()
     request = x509.load_pem_x509_csr(
-        csr.certificate_request(key, "system:karmada:agent:m1", ["system:karmada:agents"])
+        csr.certificate_request(
+            key, csr.Subject("system:karmada:agent:m1", ("system:karmada:agents",))
+        )
     )
     assert request.is_signature_valid
     assert (
