@@ -17,13 +17,14 @@ from collections.abc import Awaitable, Callable
 
 from prometheus_client import CollectorRegistry
 
+from agent.connections import KubeconfigReloader, load_karmada_config, load_member_config
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
 from agent.controllers.member_objects import MemberObjects
 from agent.events import EventRecorder
 from agent.karmada.names import leader_election_id
 from agent.kube.client import KubeClient
-from agent.kube.config import ClientConfig, ConfigError, load_client_config, load_kubeconfig
+from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.discovery import RESTMapper
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from agent.kube.transport import Transport
@@ -32,47 +33,13 @@ from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import RegistrationError, RegistrationResult, register
 from agent.serving import Serving
-from agent.version import VERSION
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
-USER_AGENT = f"karmada-agent/v{VERSION} (python)"
 REGISTRATION_RETRY_MAX = 30.0
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
 log = get_logger("karmada-agent.app")
-
-
-async def load_karmada_config(options: Options) -> ClientConfig:
-    """--karmada-kubeconfig/--karmada-context, else KUBECONFIG or ~/.kube/config.
-
-    Never the in-cluster config: inside the member's pod that is the member itself, and
-    registering the member with itself would be worse than failing.
-    """
-    try:
-        config = await load_kubeconfig(
-            options.karmada_kubeconfig or None,
-            options.karmada_context or None,
-            user_agent=USER_AGENT,
-        )
-    except ConfigError as exc:
-        raise ConfigError(
-            f"cannot load the Karmada control plane's kubeconfig: {exc} "
-            "(set --karmada-kubeconfig, and --karmada-context if needed)"
-        ) from exc
-    return config.with_rate_limits(options.kube_api_qps, options.kube_api_burst)
-
-
-async def load_member_config(options: Options) -> ClientConfig:
-    """--kubeconfig, else the pod's in-cluster config, else KUBECONFIG / ~/.kube/config."""
-    try:
-        config = await load_client_config(options.kubeconfig or None, user_agent=USER_AGENT)
-    except ConfigError as exc:
-        raise ConfigError(
-            f"cannot load the member cluster's configuration: {exc} "
-            "(set --kubeconfig, or run in a pod with a ServiceAccount)"
-        ) from exc
-    return config.with_rate_limits(options.cluster_api_qps, options.cluster_api_burst)
 
 
 class Agent:
@@ -103,6 +70,7 @@ class Agent:
         self.manager: ControllerManager | None = None
         self.elector: LeaderElector | None = None
         self.events: EventRecorder | None = None
+        self.reloader: KubeconfigReloader | None = None
         self.leading = asyncio.Event()
         self.lost_leadership = False
 
@@ -147,6 +115,9 @@ class Agent:
         self.karmada = KubeClient(Transport(karmada_config, metrics=self.metrics.client))
         self.member = KubeClient(Transport(member_config, metrics=self.metrics.client))
         self.log.info("clients ready", karmada=karmada_config.host, member=member_config.host)
+        if self.options.karmada_kubeconfig:
+            self.reloader = KubeconfigReloader(self.options, self.karmada.transport)
+            await self.reloader.start()
 
         self.serving = Serving(
             health_address=self.options.health_probe_bind,
@@ -236,7 +207,6 @@ class Agent:
             member_objects=member_objects,
             events=self.events,
             metrics=self.metrics,
-            karmada_config=self.karmada.transport.config,
         )
         return ctx, [member_objects]
 
@@ -302,6 +272,8 @@ class Agent:
     # --- cleanup -------------------------------------------------------------------------------
 
     async def _close(self) -> None:
+        if self.reloader is not None:
+            await self.reloader.stop()
         if self.events is not None:
             # Let Event writes in flight finish while the clients are still open.
             await self.events.stop()

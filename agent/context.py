@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from .kube.client import KubeClient
-from .kube.config import ClientConfig
 from .kube.discovery import RESTMapper
 from .options import Options
 
@@ -46,9 +45,6 @@ class AgentContext:
     member_objects: MemberObjects
     events: EventRecorder
     metrics: AgentMetrics
-    # The control plane's client configuration in use; certRotation replaces it (and reloads
-    # `karmada`'s transport) after each rotation. None when the caller did not provide it.
-    karmada_config: ClientConfig | None = None
 
     @property
     def execution_namespace(self) -> str:

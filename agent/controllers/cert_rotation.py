@@ -243,7 +243,7 @@ class CertRotation:
     @property
     def config(self) -> ClientConfig:
         """The control plane's client configuration in use."""
-        return self.ctx.karmada_config or self.ctx.karmada.transport.config
+        return self.ctx.karmada.transport.config
 
     @staticmethod
     def _lifetime(config: ClientConfig) -> Lifetime:
@@ -317,7 +317,6 @@ class CertRotation:
         drain = drain_timeout_for(old, self._now())
         new_config = config.with_client_certificate(cert_pem, key_pem)
         await self.ctx.karmada.transport.reload(new_config, drain_timeout=drain)
-        self.ctx.karmada_config = new_config
         self.rotations += 1
         self._record_expiry(new_lifetime)
         log.info(

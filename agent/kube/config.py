@@ -185,6 +185,16 @@ def _from_configuration(
     )
 
 
+def _kubeconfig_errors() -> tuple[type[BaseException], ...]:
+    """What kubernetes.config raises for a kubeconfig that is unreadable, not YAML, or not
+    shaped like a kubeconfig; each becomes a ConfigError naming the file."""
+    import yaml
+    from kubernetes import config
+
+    return (config.ConfigException, OSError, KeyError, ValueError, TypeError, AttributeError,
+            yaml.YAMLError)  # fmt: skip
+
+
 def _load_kubeconfig_sync(path: str | None, context: str | None) -> Any:
     from kubernetes import client, config
 
@@ -198,7 +208,7 @@ def _load_kubeconfig_sync(path: str | None, context: str | None) -> Any:
             persist_config=False,
             temp_file_path=private_temp_dir(),
         )
-    except (config.ConfigException, OSError, KeyError, ValueError) as exc:
+    except _kubeconfig_errors() as exc:
         raise ConfigError(f"kubeconfig {config_file}: {exc}") from exc
     return configuration
 
@@ -215,7 +225,7 @@ def _load_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Any
             persist_config=False,
             temp_file_path=private_temp_dir(),
         )
-    except (config.ConfigException, OSError, KeyError, ValueError) as exc:
+    except _kubeconfig_errors() as exc:
         raise ConfigError(f"kubeconfig: {exc}") from exc
     return configuration
 

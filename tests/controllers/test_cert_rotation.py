@@ -205,7 +205,6 @@ def _token_context(options: Options) -> AgentContext:
         member_objects=cast(Any, None),
         events=cast(Any, None),
         metrics=AgentMetrics(CollectorRegistry()),
-        karmada_config=config,
     )
 
 
@@ -328,7 +327,6 @@ async def _rotation_env(
             member_objects=cast(Any, None),
             events=cast(Any, None),
             metrics=AgentMetrics(CollectorRegistry()),
-            karmada_config=karmada_config,
         )
         try:
             # 25 of the certificate's 30 seconds gone: under the default threshold (0.2).
@@ -386,8 +384,7 @@ async def test_rotation_without_the_secret_switches_in_memory_and_warns(
     async with _rotation_env(tmp_path, secret=False) as (rotation, _cp, _member, old_cert):
         assert await rotation.check_once()
         ctx = rotation.ctx
-        assert ctx.karmada_config is ctx.karmada.transport.config
-        new_cert = ctx.karmada_config.client_cert_pem
+        new_cert = ctx.karmada.transport.config.client_cert_pem
         assert new_cert is not None
         assert serial_number(new_cert) != serial_number(old_cert)
         assert subject_of(new_cert) == subject_of(old_cert)

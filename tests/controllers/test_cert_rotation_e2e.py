@@ -226,7 +226,7 @@ async def _exercise(
             await first.get(CLUSTERS, CLUSTER)
     finally:
         await first.close()
-    assert rotation.ctx.karmada_config is in_use_config
+    assert rotation.ctx.karmada.transport.config is in_use_config
 
     # The heartbeat keeps renewing on the new certificates.
     lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")

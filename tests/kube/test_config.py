@@ -127,3 +127,21 @@ def test_keepalive_options() -> None:
     if hasattr(socket, "TCP_KEEPIDLE"):
         assert (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30) in options
     assert os.name  # options are plain int triples usable by httpx
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "clusters: [",
+        "just a string",
+        "clusters: 5\nusers: 7\ncontexts: 3\ncurrent-context: x\n",
+        "",
+    ],
+)
+async def test_malformed_kubeconfig_is_a_config_error_naming_the_file(
+    tmp_path: Path, content: str
+) -> None:
+    path = tmp_path / "broken.kubeconfig"
+    path.write_text(content)
+    with pytest.raises(ConfigError, match=str(path)):
+        await load_kubeconfig(str(path))
