@@ -91,6 +91,13 @@ def _body(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode()
 
 
+@dataclass(frozen=True)
+class ListPage:
+    body: JsonDict
+    # The list started over in full (its continue token expired): drop the earlier pages.
+    restarted: bool = False
+
+
 class KubeClient:
     """A small async client; every method works on dicts and raises agent.kube.errors types."""
 
@@ -154,9 +161,10 @@ class KubeClient:
         limit: int | None = DEFAULT_PAGE_SIZE,
         resource_version: str | None = None,
         resource_version_match: str | None = None,
-    ) -> AsyncIterator[JsonDict]:
+    ) -> AsyncIterator[ListPage]:
         """Each page of a list, following `continue` tokens. If a continue token expires
-        mid-way, the list restarts once without paging (as client-go's pager does)."""
+        mid-way, the list restarts once without paging (as client-go's pager does); that page
+        comes with `restarted` set, and the pages before it must be discarded."""
         params: dict[str, str] = {}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -184,9 +192,9 @@ class KubeClient:
                     raise
                 log.info("continue token expired listing %s; listing in full", gvr)
                 full = {k: v for k, v in params.items() if k != "limit"}
-                yield await self._json("GET", path, params=full)
+                yield ListPage(await self._json("GET", path, params=full), restarted=True)
                 return
-            yield page
+            yield ListPage(page)
             continue_token = str((page.get("metadata") or {}).get("continue") or "")
             if not continue_token:
                 return
@@ -214,11 +222,13 @@ class KubeClient:
             resource_version=resource_version,
             resource_version_match=resource_version_match,
         ):
-            items.extend(page.get("items") or [])
+            if page.restarted:
+                items.clear()
+            items.extend(page.body.get("items") or [])
             if merged is None:
-                merged = {k: v for k, v in page.items() if k != "items"}
+                merged = {k: v for k, v in page.body.items() if k != "items"}
             merged["metadata"] = {
-                k: v for k, v in (page.get("metadata") or {}).items() if k != "continue"
+                k: v for k, v in (page.body.get("metadata") or {}).items() if k != "continue"
             }
         assert merged is not None
         merged["items"] = items

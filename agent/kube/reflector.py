@@ -184,17 +184,24 @@ class Reflector:
         await self._list()
 
     async def _list(self) -> None:
-        result = await self.client.list(
+        # Each page is trimmed (store.prepare) as it arrives, so a large list never holds all
+        # the full objects at once: memory follows the trimmed cache, not the member's size.
+        objects: list[JsonDict] = []
+        resource_version = ""
+        async for page in self.client.list_pages(
             self.gvr,
             namespace=self.namespace,
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             limit=self.page_size,
-        )
+        ):
+            if page.restarted:
+                objects.clear()
+            objects.extend(self.store.prepare(obj) for obj in page.body.get("items") or ())
+            resource_version = str((page.body.get("metadata") or {}).get("resourceVersion"))
         self.lists += 1
-        items = result.get("items") or []
-        self._replace([self.store.prepare(obj) for obj in items])
-        self.last_resource_version = str((result.get("metadata") or {}).get("resourceVersion"))
+        self._replace(objects)
+        self.last_resource_version = resource_version
         self._synced.set()
 
     def _replace(self, objects: list[JsonDict]) -> None:
