@@ -24,8 +24,6 @@ content does not change the resourceVersion, so a re-apply does not feed itself.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import copy
 import time
 from dataclasses import dataclass, field
@@ -53,17 +51,15 @@ from agent.karmada.work import (
     work_of,
 )
 from agent.kube.client import GVR
-from agent.kube.controller import Controller, Result, TerminalError
+from agent.kube.controller import Result, TerminalError
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
-from agent.kube.workqueue import WorkQueue
 
 from .work_informer import (
     WORKS,
     ClusterWatch,
-    WorkInformer,
-    controller_rate_limiter,
+    WorkController,
     copy_conditions,
     without_status,
 )
@@ -109,76 +105,32 @@ def _meta(obj: JsonDict) -> JsonDict:
     return meta if isinstance(meta, dict) else {}
 
 
-class ExecutionController:
-    name = CONTROLLER_NAME
-
+class ExecutionController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
-        self.ctx = ctx
-        self.namespace = ctx.execution_namespace
-        self.stop_timeout = stop_timeout
-        self.log = log.bind(controller=CONTROLLER_NAME, cluster=ctx.cluster_name)
-        self.works = WorkInformer(ctx.karmada, self.namespace, name="execution works")
+        super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
         self.cluster = ClusterWatch(ctx.karmada, ctx.cluster_name)
-        self.queue: WorkQueue[str] = WorkQueue(
-            CONTROLLER_NAME, rate_limiter=controller_rate_limiter(ctx.options)
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME,
-            self.queue,
-            self.reconcile,
-            workers=max(ctx.options.concurrent_work_syncs, 1),
-        )
-        # resourceVersion our last apply returned, per member object, and which Work it was for.
         # What we last applied per member object: its resourceVersion and its content without
         # status, so that status-only changes (every rollout step) are not taken for drift.
         self._applied: dict[ObjectKey, tuple[str, JsonDict]] = {}
         self._objects_of: dict[str, set[ObjectKey]] = {}
-        self._unsubscribe: Any = None
-        self._starter: asyncio.Task[None] | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
 
+    def _watched(self) -> list[Any]:
+        # Reconciles read the Cluster's readiness from its cache too.
+        return [self.works, self.cluster]
+
+    def _work_handler(self) -> HandlerFuncs:
+        # A deleted Work is reconciled too: its bookkeeping is forgotten.
+        return HandlerFuncs(
+            add=self._work_added, update=self._work_updated, delete=self._work_added
+        )
+
     async def start(self) -> None:
-        self.works.add_handler(
-            HandlerFuncs(add=self._work_added, update=self._work_updated, delete=self._work_added)
-        )
         self.cluster.on_ready(self._enqueue_all)
-        self.works.start()
-        self.cluster.start()
-        self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
-        self._starter = asyncio.get_running_loop().create_task(
-            self._start_workers(), name="execution start"
-        )
-
-    async def _start_workers(self) -> None:
-        # A reconcile reads the Work (and the Cluster) from the caches: an unsynced cache
-        # would make a Work look deleted.
-        await self.works.wait_synced()
-        await self.cluster.wait_synced()
-        self.log.info("caches synced; starting workers", workers=self.controller.workers)
-        self.controller.start()
-
-    async def stop(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        if self._starter is not None:
-            self._starter.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._starter
-        await self.controller.stop(self.stop_timeout)
-        await self.works.stop()
-        await self.cluster.stop()
+        await super().start()
 
     # --- event handlers ------------------------------------------------------------------------
-
-    def _work_added(self, work: JsonDict) -> None:
-        self.queue.add(str(_meta(work).get("name")))
-
-    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
-        # Our own status writes come back as updates; only other changes need a reconcile.
-        if without_status(old) != without_status(new):
-            self.queue.add(str(_meta(new).get("name")))
 
     def _enqueue_all(self) -> None:
         for name in self.works.names():

@@ -16,10 +16,13 @@ from typing import Any
 
 import structlog
 
+from agent.context import AgentContext
 from agent.karmada import conditions, names
 from agent.kube.client import GVR, KubeClient
+from agent.kube.controller import Controller, Result
 from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
 from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
+from agent.kube.workqueue import WorkQueue
 from agent.options import Options
 
 from .member_objects import typed_transform
@@ -171,3 +174,83 @@ def _is_ready(cluster: JsonDict) -> bool:
 def copy_conditions(work: JsonDict) -> list[JsonDict]:
     raw = status_of(work).get("conditions")
     return copy.deepcopy(raw) if isinstance(raw, list) else []
+
+
+class WorkController:
+    """What the execution and workStatus controllers share: this cluster's Works from a
+    reflector, a rate-limited queue of Work names served by --concurrent-work-syncs workers,
+    member-object events, and a lifecycle that starts the workers only once every cache they
+    read has synced (an unsynced cache would make a Work look deleted).
+
+    Subclasses implement `reconcile` and `_member_event`, and may watch more (`_watched`),
+    enqueue on more Work events (`_work_handler`) or cancel their own tasks (`_stop_tasks`)."""
+
+    name: str
+
+    def __init__(self, ctx: AgentContext, name: str, *, stop_timeout: float = 10.0) -> None:
+        self.ctx = ctx
+        self.name = name
+        self.namespace = ctx.execution_namespace
+        self.stop_timeout = stop_timeout
+        self.log = structlog.get_logger(__name__).bind(controller=name, cluster=ctx.cluster_name)
+        self.works = WorkInformer(ctx.karmada, self.namespace, name=f"{name} works")
+        self.queue: WorkQueue[str] = WorkQueue(
+            name, rate_limiter=controller_rate_limiter(ctx.options)
+        )
+        self.controller: Controller[str] = Controller(
+            name, self.queue, self.reconcile, workers=max(ctx.options.concurrent_work_syncs, 1)
+        )
+        self._unsubscribe: Callable[[], None] | None = None
+        self._starter: asyncio.Task[None] | None = None
+
+    async def reconcile(self, name: str) -> Result | None:
+        raise NotImplementedError
+
+    def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        raise NotImplementedError
+
+    def _watched(self) -> list[_Watched]:
+        return [self.works]
+
+    def _work_handler(self) -> HandlerFuncs:
+        return HandlerFuncs(add=self._work_added, update=self._work_updated)
+
+    def _stop_tasks(self) -> list[asyncio.Task[None]]:
+        return []
+
+    def _work_added(self, work: JsonDict) -> None:
+        self.queue.add(str((work.get("metadata") or {}).get("name")))
+
+    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
+        # Status writes (ours included) come back as updates; only other changes matter.
+        if without_status(old) != without_status(new):
+            self._work_added(new)
+
+    async def start(self) -> None:
+        self.works.add_handler(self._work_handler())
+        for watched in self._watched():
+            watched.start()
+        self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
+        self._starter = asyncio.get_running_loop().create_task(
+            self._start_workers(), name=f"{self.name} start"
+        )
+
+    async def _start_workers(self) -> None:
+        for watched in self._watched():
+            await watched.wait_synced()
+        self.log.info("caches synced; starting workers", workers=self.controller.workers)
+        self.controller.start()
+
+    async def stop(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        tasks = [t for t in (self._starter, *self._stop_tasks()) if t is not None]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.controller.stop(self.stop_timeout)
+        for watched in self._watched():
+            await watched.stop()

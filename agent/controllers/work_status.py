@@ -11,7 +11,6 @@ The status is written only when it differs from what the Work already says.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 import structlog
@@ -22,12 +21,10 @@ from agent.karmada.health import interpret_health
 from agent.karmada.reflect import reflect_status
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
 from agent.kube.client import GVR
-from agent.kube.controller import Controller, Result
+from agent.kube.controller import Result
 from agent.kube.discovery import NoKindMatchError
-from agent.kube.reflector import HandlerFuncs
-from agent.kube.workqueue import WorkQueue
 
-from .work_informer import WorkInformer, controller_rate_limiter, status_of, without_status
+from .work_informer import WorkController, status_of
 
 log = structlog.get_logger(__name__)
 
@@ -65,67 +62,19 @@ def _by_ordinal(entries: Any) -> dict[int, JsonDict]:
     return out
 
 
-class WorkStatusController:
-    name = CONTROLLER_NAME
-
+class WorkStatusController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
-        self.ctx = ctx
-        self.namespace = ctx.execution_namespace
-        self.stop_timeout = stop_timeout
-        self.log = log.bind(controller=CONTROLLER_NAME, cluster=ctx.cluster_name)
-        self.works = WorkInformer(ctx.karmada, self.namespace, name="workStatus works")
-        self.queue: WorkQueue[str] = WorkQueue(
-            CONTROLLER_NAME, rate_limiter=controller_rate_limiter(ctx.options)
-        )
-        self.controller: Controller[str] = Controller(
-            CONTROLLER_NAME,
-            self.queue,
-            self.reconcile,
-            workers=max(ctx.options.concurrent_work_syncs, 1),
-        )
-        self._unsubscribe: Any = None
-        self._starter: asyncio.Task[None] | None = None
+        super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
         # Works that met a member type whose cache was not synced yet, per type.
         self._awaiting_sync: dict[GVR, set[str]] = {}
         self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
 
-    # --- lifecycle -----------------------------------------------------------------------------
-
-    async def start(self) -> None:
-        self.works.add_handler(HandlerFuncs(add=self._work_added, update=self._work_updated))
-        self.works.start()
-        self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
-        self._starter = asyncio.get_running_loop().create_task(
-            self._start_workers(), name="workStatus start"
-        )
-
-    async def _start_workers(self) -> None:
-        await self.works.wait_synced()
-        self.log.info("cache synced; starting workers", workers=self.controller.workers)
-        self.controller.start()
-
-    async def stop(self) -> None:
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-            self._unsubscribe = None
-        tasks = [t for t in (self._starter, *self._sync_waiters.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+    def _stop_tasks(self) -> list[asyncio.Task[None]]:
+        tasks = list(self._sync_waiters.values())
         self._sync_waiters.clear()
-        await self.controller.stop(self.stop_timeout)
-        await self.works.stop()
+        return tasks
 
     # --- event handlers ------------------------------------------------------------------------
-
-    def _work_added(self, work: JsonDict) -> None:
-        self.queue.add(str(_meta(work).get("name")))
-
-    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
-        if without_status(old) != without_status(new):
-            self.queue.add(str(_meta(new).get("name")))
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         ref = work_of(obj)
