@@ -51,7 +51,7 @@ from agent.karmada.work import (
     work_of,
 )
 from agent.kube.client import GVR
-from agent.kube.controller import Result, TerminalError
+from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
@@ -80,11 +80,11 @@ class OwnershipError(Exception):
     """The member object exists and Karmada may not take it over."""
 
 
-class WorkSyncError(Exception):
+class WorkSyncError(RetryableError):
     """Some manifests of a Work could not be applied; the Work is retried."""
 
 
-class ClusterNotReadyError(Exception):
+class ClusterNotReadyError(RetryableError):
     """The member cluster is not Ready, so a Work being deleted cannot clean up yet."""
 
 

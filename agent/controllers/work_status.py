@@ -21,7 +21,7 @@ from agent.karmada.health import interpret_health
 from agent.karmada.reflect import reflect_status
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
 from agent.kube.client import GVR
-from agent.kube.controller import Result
+from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 
 from .work_informer import WorkController, status_of
@@ -33,7 +33,7 @@ JsonDict = dict[str, Any]
 CONTROLLER_NAME = "workStatus"
 
 
-class StatusCollectionError(Exception):
+class StatusCollectionError(RetryableError):
     """Some manifests' objects could not be looked at; the Work is retried."""
 
 

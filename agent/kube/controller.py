@@ -36,6 +36,11 @@ class TerminalError(Exception):
     """Raised by a reconcile to report an error that retrying cannot fix."""
 
 
+class RetryableError(Exception):
+    """An expected failure of a reconcile whose message says what is wrong: retried with
+    backoff and logged without a traceback (tracebacks are kept for bugs)."""
+
+
 class ControllerMetrics(Protocol):
     """controller-runtime style: reconcile_total{result}, reconcile errors, reconcile time.
     `result` is one of success, requeue, requeue_after, error, terminal_error."""
@@ -134,7 +139,7 @@ class Controller(Generic[T]):
                 key,
                 self.queue.num_requeues(key),
                 exc,
-                exc_info=not isinstance(exc, KubeError),
+                exc_info=not isinstance(exc, KubeError | RetryableError),
             )
         else:
             if result is not None and result.requeue_after is not None:

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import pytest
 
 from agent.kube.clock import FakeClock
-from agent.kube.controller import Controller, Result, TerminalError
+from agent.kube.controller import Controller, Result, RetryableError, TerminalError
 from agent.kube.ratelimit import (
     BucketRateLimiter,
     ItemExponentialRateLimiter,
@@ -168,3 +169,31 @@ async def test_controller_stop_bounds_in_flight() -> None:
     await asyncio.wait_for(started.wait(), 1)
     assert await ctl.stop(timeout=0.05) is False
     assert not ctl.running
+
+
+async def test_expected_failures_are_logged_without_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    q: WorkQueue[str] = WorkQueue("c", rate_limiter=ItemExponentialRateLimiter(60.0, 60.0))
+    done: list[str] = []
+
+    async def reconcile(key: str) -> Result | None:
+        done.append(key)
+        if key == "expected":
+            raise RetryableError("manifest 1: no matches for kind CronTab")
+        raise KeyError("a bug")
+
+    caplog.set_level(logging.WARNING, logger="agent.kube.controller")
+    ctl = Controller("c", q, reconcile, workers=1)
+    ctl.start()
+    q.add("expected")
+    q.add("bug")
+    await wait_for(lambda: len(done) == 2)
+    await ctl.stop(timeout=1)
+    records = {r.getMessage().split(" failed")[0]: r for r in caplog.records}
+    expected, bug = records["c: reconcile of expected"], records["c: reconcile of bug"]
+    assert "no matches for kind CronTab" in expected.getMessage()
+    assert not expected.exc_info  # an expected failure: its message says it all
+    assert bug.exc_info  # a bug: the traceback is what someone needs
+    assert q.num_requeues("expected") == 1  # both are retried
+    assert q.num_requeues("bug") == 1
