@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_API_VERSION, SYSTEM_LABEL
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
@@ -427,20 +428,8 @@ async def _ensure_secret(karmada: KubeClient, namespace: str, name: str, data: J
         await karmada.patch(SECRETS, name, {"data": changed}, namespace=namespace)
 
 
-def cluster_owner_reference(cluster: JsonDict) -> JsonDict:
-    meta = cluster.get("metadata") or {}
-    return {
-        "apiVersion": CLUSTER_API_VERSION,
-        "kind": "Cluster",
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
-
-
 async def _own_secret(karmada: KubeClient, namespace: str, name: str, cluster: JsonDict) -> None:
-    owner = cluster_owner_reference(cluster)
+    owner = cluster_owner_reference(cluster, controller=True)
     secret = await karmada.get(SECRETS, name, namespace=namespace)
     references = list((secret.get("metadata") or {}).get("ownerReferences") or [])
     if any(ref.get("uid") == owner["uid"] for ref in references):

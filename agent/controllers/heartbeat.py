@@ -17,7 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agent.karmada.names import CLUSTER_API_VERSION, CLUSTER_LEASE_NAMESPACE
+from agent.karmada.cluster import cluster_owner_reference
+from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
@@ -32,16 +33,6 @@ LEASES = GVR("coordination.k8s.io", "v1", "leases")
 MAX_UPDATE_RETRIES = 5
 MAX_BACKOFF = 7.0
 INITIAL_BACKOFF = 0.2
-
-
-def lease_owner_reference(cluster: JsonDict) -> JsonDict:
-    meta = cluster.get("metadata") or {}
-    return {
-        "apiVersion": CLUSTER_API_VERSION,
-        "kind": "Cluster",
-        "name": meta.get("name"),
-        "uid": meta.get("uid"),
-    }
 
 
 class Heartbeat:
@@ -107,7 +98,7 @@ class Heartbeat:
                     "heartbeat: cannot read Cluster %s for the owner: %s", self.cluster_name, exc
                 )
                 return None
-            self._owner = lease_owner_reference(cluster)
+            self._owner = cluster_owner_reference(cluster)
         return self._owner
 
     def _spec(self) -> JsonDict:
