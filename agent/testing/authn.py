@@ -1,8 +1,8 @@
 """Request authentication, as kube-apiserver's authenticator chain.
 
 Order and outcomes follow kube-apiserver: a verified client certificate first,
-then the bearer token (static tokens, legacy service-account tokens, bootstrap
-tokens). Credentials that are presented but not accepted give 401 without any
+then the bearer token (static tokens, bound and legacy service-account tokens,
+bootstrap tokens). Credentials that are presented but not accepted give 401 without any
 anonymous fallback; a request without credentials is `system:anonymous` when
 anonymous access is enabled. Every authenticated identity also gets
 `system:authenticated`.
@@ -24,6 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from . import errors
 from .pki import InvalidTokenError, ServiceAccountTokenIssuer
+from .tokenrequest import authenticate_bound_token
 from .wire import ApiRequest, UserInfo
 
 # (group, resource, namespace, name) -> the stored object, or None.
@@ -199,6 +200,9 @@ class Authenticator:
 
     def _service_account(self, token: str) -> UserInfo | None:
         assert self.sa_tokens is not None
+        bound = authenticate_bound_token(self.sa_tokens, token, self.lookup, self.clock())
+        if bound is not None:
+            return bound
         claims = self.sa_tokens.verify(token)
         if claims is None:
             return None

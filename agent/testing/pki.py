@@ -13,7 +13,7 @@ import base64
 import hashlib
 import ipaddress
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -449,15 +449,20 @@ class ServiceAccountTokenIssuer:
         )
 
     def issue(self, namespace: str, name: str, uid: str, secret_name: str) -> str:
+        return self.sign(
+            {
+                "iss": LEGACY_ISSUER,
+                _CLAIM_NAMESPACE: namespace,
+                _CLAIM_SECRET: secret_name,
+                _CLAIM_SA_NAME: name,
+                _CLAIM_SA_UID: uid,
+                "sub": f"system:serviceaccount:{namespace}:{name}",
+            }
+        )
+
+    def sign(self, claims: Mapping[str, Any]) -> str:
+        """An RS256 JWT of `claims` signed with this key (legacy and bound tokens alike)."""
         header = {"alg": "RS256", "kid": self.key_id}
-        claims = {
-            "iss": LEGACY_ISSUER,
-            _CLAIM_NAMESPACE: namespace,
-            _CLAIM_SECRET: secret_name,
-            _CLAIM_SA_NAME: name,
-            _CLAIM_SA_UID: uid,
-            "sub": f"system:serviceaccount:{namespace}:{name}",
-        }
         signing_input = ".".join(
             _b64url(json.dumps(part, separators=(",", ":")).encode()) for part in (header, claims)
         )
@@ -466,10 +471,10 @@ class ServiceAccountTokenIssuer:
         )
         return f"{signing_input}.{_b64url(signature)}"
 
-    def verify(self, token: str) -> LegacyTokenClaims | None:
-        """The claims of a valid token; None when the token is not a legacy token of this
-        issuer (another authenticator may know it); InvalidTokenError when it is one but
-        fails verification."""
+    def verified_claims(self, token: str, issuer: str) -> dict[str, Any] | None:
+        """The claims of a token from `issuer` signed with this key. None when the token is
+        not a JWT or names another issuer (another authenticator may know it);
+        InvalidTokenError when it is one of ours but the signature does not verify."""
         parts = token.split(".")
         if len(parts) != 3:
             return None
@@ -481,7 +486,7 @@ class ServiceAccountTokenIssuer:
             return None
         if not isinstance(header, dict) or not isinstance(claims, dict):
             return None
-        if claims.get("iss") != LEGACY_ISSUER:
+        if claims.get("iss") != issuer:
             return None
         if header.get("alg") != "RS256":
             raise InvalidTokenError("invalid signature, no keys found")
@@ -494,7 +499,14 @@ class ServiceAccountTokenIssuer:
             )
         except (InvalidSignature, ValueError):
             raise InvalidTokenError("invalid signature") from None
-        return _legacy_claims(claims)
+        return claims
+
+    def verify(self, token: str) -> LegacyTokenClaims | None:
+        """The claims of a valid legacy token; None when the token is not a legacy token of
+        this issuer (another authenticator may know it); InvalidTokenError when it is one but
+        fails verification."""
+        claims = self.verified_claims(token, LEGACY_ISSUER)
+        return None if claims is None else _legacy_claims(claims)
 
 
 def _legacy_claims(claims: dict[str, Any]) -> LegacyTokenClaims:

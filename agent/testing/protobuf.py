@@ -1,7 +1,8 @@
 """Request bodies in Kubernetes' protobuf encoding, decoded to the JSON form of the object.
 
-kubectl's typed clients (`create deployment|namespace|configmap|secret|serviceaccount`,
-`auth can-i`, `auth whoami`) send `application/vnd.kubernetes.protobuf`: the magic prefix
+kubectl's typed clients (`create deployment|namespace|configmap|secret|serviceaccount|
+service|job|cronjob|poddisruptionbudget|ingress|role|rolebinding|token`, `auth can-i`,
+`auth whoami`) send `application/vnd.kubernetes.protobuf`: the magic prefix
 `k8s\\x00`, then a runtime.Unknown message {typeMeta{apiVersion, kind}, raw, contentEncoding,
 contentType} whose `raw` is the object's own message. kube-apiserver decodes that into the Go
 type; the emulator keeps plain dicts, so it decodes into the dict that Go's encoding/json
@@ -52,12 +53,15 @@ class Field:
     repeated: bool = False
     # Go pointer (or optional) field: present in JSON exactly when present on the wire.
     pointer: bool = False
-    # JSON tag without omitempty: the zero value is written out.
+    # JSON tag without omitempty: the zero value is written out (a nil pointer as null).
     keep_zero: bool = False
+    # An embedded Go struct (`json:",inline"`): its fields are merged into the parent's.
+    inline: bool = False
 
 
 def _f(number: int, name: str, type_: str = "string", flags: str = "") -> Field:
-    return Field(number, name, type_, "r" in flags, "p" in flags, "k" in flags)
+    """flags: r(epeated), p(ointer), k(eep zero: no omitempty), i(nline)."""
+    return Field(number, name, type_, "r" in flags, "p" in flags, "k" in flags, "i" in flags)
 
 
 _META = "msg:ObjectMeta"
@@ -152,6 +156,7 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         _f(12, "hostPID", "bool"),
         _f(13, "hostIPC", "bool"),
         _f(27, "shareProcessNamespace", "bool", "p"),
+        _f(14, "securityContext", "msg:PodSecurityContext", "p"),
         _f(15, "imagePullSecrets", "msg:LocalObjectReference", "r"),
         _f(16, "hostname"),
         _f(17, "subdomain"),
@@ -200,6 +205,76 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         _f(6, "subPathExpr"),
     ),
     "ResourceRequirements": (_f(1, "limits", "map:quantity"), _f(2, "requests", "map:quantity")),
+    # A Service's spec and status (core/v1).
+    "Service": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:ServiceSpec"),
+        _f(3, "status", "msg:ServiceStatus"),
+    ),
+    "ServiceSpec": (
+        _f(1, "ports", "msg:ServicePort", "r"),
+        _f(2, "selector", "map:string"),
+        _f(3, "clusterIP"),
+        _f(18, "clusterIPs", "string", "r"),
+        _f(4, "type"),
+        _f(5, "externalIPs", "string", "r"),
+        _f(7, "sessionAffinity"),
+        _f(8, "loadBalancerIP"),
+        _f(9, "loadBalancerSourceRanges", "string", "r"),
+        _f(10, "externalName"),
+        _f(11, "externalTrafficPolicy"),
+        _f(12, "healthCheckNodePort", "int32"),
+        _f(13, "publishNotReadyAddresses", "bool"),
+        _f(14, "sessionAffinityConfig", "msg:SessionAffinityConfig", "p"),
+        _f(19, "ipFamilies", "string", "r"),
+        _f(17, "ipFamilyPolicy", "string", "p"),
+        _f(20, "allocateLoadBalancerNodePorts", "bool", "p"),
+        _f(21, "loadBalancerClass", "string", "p"),
+        _f(22, "internalTrafficPolicy", "string", "p"),
+        _f(23, "trafficDistribution", "string", "p"),
+    ),
+    "ServicePort": (
+        _f(1, "name"),
+        _f(2, "protocol"),
+        _f(6, "appProtocol", "string", "p"),
+        _f(3, "port", "int32", "k"),
+        # A value IntOrString: encoding/json's omitempty never drops a struct.
+        _f(4, "targetPort", "intorstr", "k"),
+        _f(5, "nodePort", "int32"),
+    ),
+    "ServiceStatus": (
+        _f(1, "loadBalancer", "msg:LoadBalancerStatus"),
+        _f(2, "conditions", "msg:Condition", "r"),
+    ),
+    "LoadBalancerStatus": (_f(1, "ingress", "msg:LoadBalancerIngress", "r"),),
+    "LoadBalancerIngress": (
+        _f(1, "ip"),
+        _f(2, "hostname"),
+        _f(3, "ipMode", "string", "p"),
+        _f(4, "ports", "msg:PortStatus", "r"),
+    ),
+    "TypedLocalObjectReference": (
+        _f(1, "apiGroup", "string", "p"),
+        _f(2, "kind", "string", "k"),
+        _f(3, "name", "string", "k"),
+    ),
+    "PodSecurityContext": (
+        _f(1, "seLinuxOptions", "msg:SELinuxOptions", "p"),
+        _f(8, "windowsOptions", "msg:WindowsSecurityContextOptions", "p"),
+        _f(2, "runAsUser", "int64", "p"),
+        _f(6, "runAsGroup", "int64", "p"),
+        _f(3, "runAsNonRoot", "bool", "p"),
+        _f(4, "supplementalGroups", "int64", "r"),
+        _f(12, "supplementalGroupsPolicy", "string", "p"),
+        _f(5, "fsGroup", "int64", "p"),
+        _f(7, "sysctls", "msg:Sysctl", "r"),
+        _f(9, "fsGroupChangePolicy", "string", "p"),
+        _f(10, "seccompProfile", "msg:SeccompProfile", "p"),
+        _f(11, "appArmorProfile", "msg:AppArmorProfile", "p"),
+        _f(13, "seLinuxChangePolicy", "string", "p"),
+    ),
+    "Sysctl": (_f(1, "name", "string", "k"), _f(2, "value", "string", "k")),
+    "AppArmorProfile": (_f(1, "type", "string", "k"), _f(2, "localhostProfile", "string", "p")),
     # --- k8s.io/api/apps/v1 ---
     "Deployment": (
         _f(1, "metadata", _META),
@@ -242,6 +317,136 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         _f(7, "lastTransitionTime", "time"),
         _f(4, "reason"),
         _f(5, "message"),
+    ),
+    # --- k8s.io/api/batch/v1 ---
+    "Job": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:JobSpec"),
+        _f(3, "status", "msg:JobStatus"),
+    ),
+    "JobSpec": (
+        _f(1, "parallelism", "int32", "p"),
+        _f(2, "completions", "int32", "p"),
+        _f(3, "activeDeadlineSeconds", "int64", "p"),
+        _f(11, "podFailurePolicy", "msg:PodFailurePolicy", "p"),
+        _f(16, "successPolicy", "msg:SuccessPolicy", "p"),
+        _f(7, "backoffLimit", "int32", "p"),
+        _f(12, "backoffLimitPerIndex", "int32", "p"),
+        _f(13, "maxFailedIndexes", "int32", "p"),
+        _f(4, "selector", "msg:LabelSelector", "p"),
+        _f(5, "manualSelector", "bool", "p"),
+        _f(6, "template", "msg:PodTemplateSpec"),
+        _f(8, "ttlSecondsAfterFinished", "int32", "p"),
+        _f(9, "completionMode", "string", "p"),
+        _f(10, "suspend", "bool", "p"),
+        _f(14, "podReplacementPolicy", "string", "p"),
+        _f(15, "managedBy", "string", "p"),
+    ),
+    "JobStatus": (
+        _f(1, "conditions", "msg:JobCondition", "r"),
+        _f(2, "startTime", "time", "p"),
+        _f(3, "completionTime", "time", "p"),
+        _f(4, "active", "int32"),
+        _f(5, "succeeded", "int32"),
+        _f(6, "failed", "int32"),
+        _f(11, "terminating", "int32", "p"),
+        _f(7, "completedIndexes"),
+        _f(10, "failedIndexes", "string", "p"),
+        _f(8, "uncountedTerminatedPods", "msg:UncountedTerminatedPods", "p"),
+        _f(9, "ready", "int32", "p"),
+    ),
+    "JobCondition": (
+        _f(1, "type", "string", "k"),
+        _f(2, "status", "string", "k"),
+        _f(3, "lastProbeTime", "time"),
+        _f(4, "lastTransitionTime", "time"),
+        _f(5, "reason"),
+        _f(6, "message"),
+    ),
+    "UncountedTerminatedPods": (_f(1, "succeeded", "string", "r"), _f(2, "failed", "string", "r")),
+    "JobTemplateSpec": (_f(1, "metadata", _META), _f(2, "spec", "msg:JobSpec")),
+    "CronJob": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:CronJobSpec"),
+        _f(3, "status", "msg:CronJobStatus"),
+    ),
+    "CronJobSpec": (
+        _f(1, "schedule", "string", "k"),
+        _f(8, "timeZone", "string", "p"),
+        _f(2, "startingDeadlineSeconds", "int64", "p"),
+        _f(3, "concurrencyPolicy"),
+        _f(4, "suspend", "bool", "p"),
+        _f(5, "jobTemplate", "msg:JobTemplateSpec"),
+        _f(6, "successfulJobsHistoryLimit", "int32", "p"),
+        _f(7, "failedJobsHistoryLimit", "int32", "p"),
+    ),
+    "CronJobStatus": (
+        _f(1, "active", "msg:ObjectReference", "r"),
+        _f(4, "lastScheduleTime", "time", "p"),
+        _f(5, "lastSuccessfulTime", "time", "p"),
+    ),
+    # --- k8s.io/api/policy/v1 ---
+    "PodDisruptionBudget": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:PodDisruptionBudgetSpec"),
+        _f(3, "status", "msg:PodDisruptionBudgetStatus"),
+    ),
+    "PodDisruptionBudgetSpec": (
+        _f(1, "minAvailable", "intorstr", "p"),
+        _f(2, "selector", "msg:LabelSelector", "p"),
+        _f(3, "maxUnavailable", "intorstr", "p"),
+    ),
+    "PodDisruptionBudgetStatus": (
+        _f(1, "observedGeneration", "int64"),
+        _f(2, "disruptedPods", "map:time"),
+        _f(3, "disruptionsAllowed", "int32", "k"),
+        _f(4, "currentHealthy", "int32", "k"),
+        _f(5, "desiredHealthy", "int32", "k"),
+        _f(6, "expectedPods", "int32", "k"),
+        _f(7, "conditions", "msg:Condition", "r"),
+    ),
+    # --- k8s.io/api/networking/v1 ---
+    "Ingress": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:IngressSpec"),
+        _f(3, "status", "msg:IngressStatus"),
+    ),
+    "IngressSpec": (
+        _f(4, "ingressClassName", "string", "p"),
+        _f(1, "defaultBackend", "msg:IngressBackend", "p"),
+        _f(2, "tls", "msg:IngressTLS", "r"),
+        _f(3, "rules", "msg:IngressRule", "r"),
+    ),
+    "IngressBackend": (
+        _f(4, "service", "msg:IngressServiceBackend", "p"),
+        _f(3, "resource", "msg:TypedLocalObjectReference", "p"),
+    ),
+    "IngressServiceBackend": (
+        _f(1, "name", "string", "k"),
+        _f(2, "port", "msg:ServiceBackendPort"),
+    ),
+    "ServiceBackendPort": (_f(1, "name"), _f(2, "number", "int32")),
+    "IngressTLS": (_f(1, "hosts", "string", "r"), _f(2, "secretName")),
+    # IngressRuleValue is embedded in IngressRule: its fields sit in the rule's JSON.
+    "IngressRule": (_f(1, "host"), _f(2, "ingressRuleValue", "msg:IngressRuleValue", "i")),
+    "IngressRuleValue": (_f(1, "http", "msg:HTTPIngressRuleValue", "p"),),
+    "HTTPIngressRuleValue": (_f(1, "paths", "msg:HTTPIngressPath", "rk"),),
+    "HTTPIngressPath": (
+        _f(1, "path"),
+        _f(3, "pathType", "string", "p"),
+        _f(2, "backend", "msg:IngressBackend"),
+    ),
+    "IngressStatus": (_f(1, "loadBalancer", "msg:IngressLoadBalancerStatus"),),
+    "IngressLoadBalancerStatus": (_f(1, "ingress", "msg:IngressLoadBalancerIngress", "r"),),
+    "IngressLoadBalancerIngress": (
+        _f(1, "ip"),
+        _f(2, "hostname"),
+        _f(4, "ports", "msg:IngressPortStatus", "r"),
+    ),
+    "IngressPortStatus": (
+        _f(1, "port", "int32", "k"),
+        _f(2, "protocol", "string", "k"),
+        _f(3, "error", "string", "p"),
     ),
     # --- k8s.io/api/rbac/v1 ---
     "Role": (_f(1, "metadata", _META), _f(2, "rules", "msg:PolicyRule", "rk")),
@@ -361,6 +566,23 @@ MESSAGES: dict[str, tuple[Field, ...]] = {
         _f(3, "groups", "string", "r"),
         _f(4, "extra", "extra"),
     ),
+    "TokenRequest": (
+        _f(1, "metadata", _META),
+        _f(2, "spec", "msg:TokenRequestSpec"),
+        _f(3, "status", "msg:TokenRequestStatus"),
+    ),
+    "TokenRequestSpec": (
+        _f(1, "audiences", "string", "rk"),
+        _f(4, "expirationSeconds", "int64", "p"),
+        _f(3, "boundObjectRef", "msg:BoundObjectReference", "pk"),
+    ),
+    "BoundObjectReference": (
+        _f(1, "kind"),
+        _f(2, "apiVersion"),
+        _f(3, "name"),
+        _f(4, "uid"),
+    ),
+    "TokenRequestStatus": (_f(1, "token", "string", "k"), _f(2, "expirationTimestamp", "time")),
     "SelfSubjectReview": (_f(1, "metadata", _META), _f(2, "status", "msg:SelfSubjectReviewStatus")),
     "SelfSubjectReviewStatus": (_f(1, "userInfo", "msg:UserInfo"),),
 }
@@ -374,6 +596,11 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Secret"): "Secret",
     ("v1", "ServiceAccount"): "ServiceAccount",
     ("apps/v1", "Deployment"): "Deployment",
+    ("v1", "Service"): "Service",
+    ("batch/v1", "Job"): "Job",
+    ("batch/v1", "CronJob"): "CronJob",
+    ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("networking.k8s.io/v1", "Ingress"): "Ingress",
     **{
         ("rbac.authorization.k8s.io/v1", kind): kind
         for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
@@ -388,6 +615,7 @@ KINDS: dict[tuple[str, str], str] = {
         )
     },
     ("authentication.k8s.io/v1", "TokenReview"): "TokenReview",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
 }
 
@@ -527,6 +755,8 @@ def _zero(type_: str) -> Any:
         return ""
     if type_ == "quantity":
         return "0"
+    if type_ == "intorstr":
+        return 0
     if type_ == "extra":
         return []
     if type_.startswith("msg:"):
@@ -598,7 +828,10 @@ def decode_message(message: str, data: bytes) -> JSON:
             seen[spec.name] = _scalar_or_message(spec.type, wire, value, where)
     out: JSON = {}
     for spec in fields:
-        if spec.name in seen:
+        if spec.inline:
+            embedded = seen.get(spec.name)
+            out.update(embedded if embedded is not None else _zero(spec.type))
+        elif spec.name in seen:
             value = seen[spec.name]
             if (
                 spec.pointer
@@ -611,7 +844,8 @@ def decode_message(message: str, data: bytes) -> JSON:
             elif not _is_zero(value):
                 out[spec.name] = value
         elif spec.pointer:
-            continue
+            if spec.keep_zero:
+                out[spec.name] = None  # a nil pointer without omitempty
         elif spec.repeated or spec.type.startswith("map:") or spec.type == "extra":
             if spec.keep_zero:
                 out[spec.name] = None  # a nil slice or map without omitempty

@@ -15,6 +15,7 @@ from .rbac import AlwaysAllow, Authorizer, RbacAuthorizer
 from .reviews import create_review
 from .schema import builtin_kubernetes_version, builtin_schema, crd_schema
 from .storage import Event, Storage
+from .tokenrequest import token_subresource
 from .wire import UserInfo
 
 JSON = dict[str, Any]
@@ -104,7 +105,7 @@ def build_api_server(
     rbac: Authorizer = (
         RbacAuthorizer(StorageRbacSource(storage)) if authorization else AlwaysAllow()
     )
-    return ApiServer(
+    api = ApiServer(
         storage=storage,
         authenticator=authenticator,
         authorizer=rbac if authorization else None,
@@ -117,3 +118,8 @@ def build_api_server(
         version=kubernetes_version(),
         fixed_uids=fixed_uids,
     )
+    # TokenRequest reads the authenticator's clock, so tests that move it move both.
+    api.add_subresource(
+        "", "serviceaccounts", "token", token_subresource(sa_tokens, lambda: authenticator.clock())
+    )
+    return api

@@ -89,6 +89,33 @@ def test_secret_bytes_are_base64_and_time_is_rfc3339() -> None:
     assert obj["metadata"]["deletionTimestamp"] == "2023-11-14T22:13:20Z"
 
 
+def test_ingress_rule_value_is_inlined_and_value_structs_are_kept() -> None:
+    # networking/v1 IngressRule{host=1, ingressRuleValue=2 (embedded in Go, so inline in
+    # JSON){http=1{paths=1{path=1, pathType=3, backend=2{service=4{name=1,
+    # port=2{number=2}}}}}}}; IngressSpec{rules=3}.
+    backend = ld(4, ld(1, "web") + ld(2, vi(2, 8080)))
+    path = ld(1, "/a") + ld(3, "Prefix") + ld(2, backend)
+    rule = ld(1, "x.example.com") + ld(2, ld(1, ld(1, path)))
+    bare_rule = ld(1, "y.example.com")  # no ingressRuleValue on the wire at all
+    obj = decode_object(envelope("networking.k8s.io/v1", "Ingress", ld(2, ld(3, rule) +
+                                 ld(3, bare_rule))))  # fmt: skip
+    assert obj["spec"] == {"rules": [
+        {"host": "x.example.com", "http": {"paths": [
+            {"path": "/a", "pathType": "Prefix",
+             "backend": {"service": {"name": "web", "port": {"number": 8080}}}},
+        ]}},
+        {"host": "y.example.com"},
+    ]}  # fmt: skip
+    assert obj["status"] == {"loadBalancer": {}}
+
+
+def test_service_port_keeps_zero_port_and_target_port() -> None:
+    # core/v1 ServiceSpec{ports=1{name=1}}: ServicePort.port and the IntOrString targetPort
+    # have no omitempty effect in encoding/json, so their zero values are written.
+    obj = decode_object(envelope("v1", "Service", ld(2, ld(1, ld(1, "p")))))
+    assert obj["spec"] == {"ports": [{"name": "p", "port": 0, "targetPort": 0}]}
+
+
 def test_unknown_kind_and_field_are_415_and_garbage_is_400() -> None:
     with pytest.raises(ApiError) as exc:
         decode_object(envelope("v1", "Pod", b""))
@@ -142,22 +169,42 @@ async def test_real_kubectl_bodies_decode_to_kubectl_json(
     try:
         k = Kubectl("1.33", admin_kubeconfig)
         await k.ok("create", "namespace", "pbns")
-        for args in (
-            ("deployment", "pbd", "--image=nginx:1.25", "--replicas=2", "--port=80"),
-            ("configmap", "pbc", "--from-literal=a=b"),
-            ("secret", "generic", "pbs", "--from-literal=a=b"),
-            ("serviceaccount", "pbsa"),
-            ("role", "pbr", "--verb=get", "--resource=pods"),
-            ("rolebinding", "pbrb", "--role=pbr", "--user=u"),
-        ):
-            await k.ok("create", *args, "-n", "pbns")
-            expected = json.loads(
-                await k.ok("create", *args, "-n", "pbns", "--dry-run=client", "-o", "json")
+        for resource, args in (
+            ("deployments", ("deployment", "pbd", "--image=nginx:1.25", "--replicas=2",
+                             "--port=80")),
+            ("configmaps", ("configmap", "pbc", "--from-literal=a=b")),
+            ("secrets", ("secret", "generic", "pbs", "--from-literal=a=b")),
+            ("serviceaccounts", ("serviceaccount", "pbsa")),
+            ("roles", ("role", "pbr", "--verb=get", "--resource=pods")),
+            ("rolebindings", ("rolebinding", "pbrb", "--role=pbr", "--user=u")),
+            ("services", ("service", "clusterip", "pbsvc", "--tcp=80:8080", "--tcp=443")),
+            ("services", ("service", "nodeport", "pbnp", "--tcp=80:8080", "--node-port=30080")),
+            ("services", ("service", "loadbalancer", "pblb", "--tcp=5678:8080")),
+            ("services", ("service", "externalname", "pben", "--external-name=x.example.com")),
+            ("jobs", ("job", "pbj", "--image=busybox", "--", "echo", "hi")),
+            ("cronjobs", ("cronjob", "pbcj", "--image=busybox", "--schedule=*/5 * * * *",
+                          "--restart=OnFailure", "--", "date")),
+            ("jobs", ("job", "pbj2", "--from=cronjob/pbcj")),
+            ("poddisruptionbudgets", ("pdb", "pbpdb", "--selector=app=x", "--min-available=1")),
+            ("poddisruptionbudgets", ("pdb", "pbpdb2", "--selector=app=y",
+                                      "--max-unavailable=50%")),
+            ("ingresses", ("ingress", "pbing", "--class=nginx", "--annotation=a=b",
+                           "--rule=foo.com/bar=svc1:8080,tls=my-cert", "--rule=/path*=svc2:http",
+                           "--default-backend=def:http")),
+        ):  # fmt: skip
+            cut = args.index("--") if "--" in args else len(args)
+            flags, command = (*args[:cut], "-n", "pbns"), args[cut:]
+            await k.ok("create", *flags, *command)
+            dry_run = await k.ok("create", *flags, "--dry-run=client", "-o", "json", *command)
+            assert decode_object(bodies[resource]) == json.loads(dry_run), args
+        # Kinds the emulator does not serve are unknown resources (404), never a 415.
+        for args in (("priorityclass", "pbpc", "--value=10"), ("quota", "pbq", "--hard=pods=2")):
+            missing = await k("create", *args, "-n", "pbns")
+            assert (missing.rc, missing.err.strip()) == (
+                1,
+                f"error: failed to create {args[0]}: the server could not find the requested "
+                "resource",
             )
-            resource = {"serviceaccount": "serviceaccounts", "secret": "secrets"}.get(
-                args[0], args[0] + "s"
-            )
-            assert decode_object(bodies[resource]) == expected, args
         assert (await k.ok("auth", "can-i", "get", "pods")).strip() == "yes"
         assert decode_object(bodies["selfsubjectaccessreviews"])["spec"] == {
             "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}
