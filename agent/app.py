@@ -252,8 +252,15 @@ class Agent:
             return EXIT_FAILURE
         # Shutdown: cancelling run() stops the controllers, then releases the Lease.
         election.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait_for(election, self.shutdown_timeout + 5.0)
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(election, self.shutdown_timeout + 5.0)
+        except TimeoutError:
+            # Never hang the pod's termination: report the incomplete shutdown and exit.
+            self.log.error(
+                "shutdown did not finish in time", bound_seconds=self.shutdown_timeout + 5.0
+            )
+            return EXIT_FAILURE
         return EXIT_OK
 
     async def _lead(self, ctx: AgentContext, shared: list[Runnable]) -> None:
@@ -266,6 +273,10 @@ class Agent:
             await asyncio.Event().wait()  # lead until cancelled
         finally:
             self.leading.clear()
+            if not self.stop_event.is_set():
+                # Leadership lost: a successor may take over as soon as the Lease expires, so
+                # in-flight work is abandoned, not drained (controller-runtime exits at once).
+                manager.stop_timeout = 0.0
             self.log.info("stopping controllers")
             await manager.stop()
 

@@ -109,7 +109,8 @@ class WorkInformer(_Watched):
     async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
         """Merge-patch `status` (only the keys given) into the Work's status subresource and
         keep the answer in the cache, so the next reconcile compares against what we wrote
-        even before the watch brings it back."""
+        even before the watch brings it back. The handlers hear of it too: the answer may carry
+        a spec change whose own watch event has not arrived yet."""
         meta = work.get("metadata") or {}
         updated = await self.client.patch(
             WORKS,
@@ -119,7 +120,7 @@ class WorkInformer(_Watched):
             namespace=self.namespace,
             subresource="status",
         )
-        self.reflector.store.put(self.reflector.store.prepare(updated))
+        self.reflector.observe(updated)
         return updated
 
 

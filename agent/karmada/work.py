@@ -142,8 +142,14 @@ def desired_object(manifest: Manifest, work: Obj, *, live: Obj | None) -> Obj:
         and labels.get(names.RETAIN_REPLICAS_LABEL) == "true"
         and isinstance(obj.get("spec"), dict)
     ):
-        # The member owns replicas (e.g. an HPA there); do not claim the field.
-        obj["spec"].pop("replicas", None)
+        # The member decides replicas (e.g. an HPA there): apply the value it has now. Leaving
+        # the field out is not enough: when our earlier apply (the creation) is its only owner,
+        # server-side apply removes a field its owner stops applying, and replicas fall to 1.
+        live_replicas = (live.get("spec") or {}).get("replicas")
+        if live_replicas is None:
+            obj["spec"].pop("replicas", None)
+        else:
+            obj["spec"]["replicas"] = live_replicas
     return obj
 
 

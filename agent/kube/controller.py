@@ -100,7 +100,14 @@ class Controller(Generic[T]):
         self.queue.shutdown()
         if not self._tasks:
             return True
-        _, pending = await asyncio.wait(self._tasks, timeout=timeout)
+        try:
+            _, pending = await asyncio.wait(self._tasks, timeout=timeout)
+        except asyncio.CancelledError:
+            # The stop itself was abandoned (its caller's bound ran out): abandon the reconciles
+            # in flight too rather than leave them running unsupervised.
+            for task in self._tasks:
+                task.cancel()
+            raise
         for task in pending:
             task.cancel()
         if pending:

@@ -134,6 +134,18 @@ class Reflector:
             return False
         return True
 
+    def observe(self, obj: JsonDict) -> None:
+        """Take in an object that a write of ours returned, as if the watch had delivered it:
+        store it and tell the handlers. The answer to a write can arrive before the watch events
+        of earlier changes by others; a change it carries that only the store learnt of would
+        look already seen when those events come."""
+        prepared = self.store.prepare(obj)
+        _, old = self.store.put(prepared)
+        if old is None:
+            self._emit_add(prepared)
+        else:
+            self._emit_update(old, prepared)
+
     async def run(self) -> None:
         need_list = True
         delay = self.backoff_initial

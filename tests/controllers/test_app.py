@@ -159,3 +159,19 @@ async def _flag(event: asyncio.Event) -> bool:
 
 async def _registered(agent: Agent) -> bool:
     return agent.registration is not None
+
+
+async def test_shutdown_that_cannot_finish_exits_non_zero_within_its_bound(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(leader_elect=True)
+        agent = Agent(
+            options, install_signal_handlers=False, identity="stuck", shutdown_timeout=0.5
+        )
+        task = asyncio.create_task(agent.run())
+        await wait_for(lambda: _flag(agent.leading), timeout=15)
+        # Releasing the leader-election Lease on the way out hangs (a control plane that
+        # accepts connections but never answers lease updates).
+        pair.karmada.faults.add_latency(60, verb="update", resource="leases.coordination.k8s.io")
+        agent.stop_event.set()
+        # Bounded: shutdown_timeout plus the 5 s margin, not the 60 s the server would take.
+        assert await asyncio.wait_for(task, 15) == EXIT_FAILURE

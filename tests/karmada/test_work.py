@@ -14,7 +14,7 @@ def a_work(*manifests: Any, **spec: Any) -> dict[str, Any]:
     }
 
 
-DEPLOY = {
+DEPLOY: dict[str, Any] = {
     "apiVersion": "apps/v1",
     "kind": "Deployment",
     "metadata": {
@@ -86,7 +86,7 @@ def test_desired_object_strips_server_fields_and_marks_ownership() -> None:
     }
     assert fresh["spec"]["replicas"] == 3  # created with the template's replicas
     existing = w.desired_object(manifest, work, live={"spec": {"replicas": 7}})
-    assert "replicas" not in existing["spec"]  # retain-replicas: the member owns it
+    assert existing["spec"]["replicas"] == 7  # retain-replicas: the member's value is kept
     assert DEPLOY["metadata"]["resourceVersion"] == "12"  # input untouched
 
 
