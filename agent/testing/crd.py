@@ -7,11 +7,11 @@ it removes all its objects (finalizer customresourcecleanup) before the type goe
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from typing import Any
 
+from .deferred import DeferredQueue
 from .errors import ApiError, field_cause
 from .registry import JSON, Cause, Registry, ResourceType, ScaleSpec
 from .storage import GR, Event, Storage
@@ -105,8 +105,7 @@ class CrdController:
         self.handlers = handlers
         self.crd_schema = crd_schema
         self._served: dict[str, list[tuple[str, str, str]]] = {}
-        self._pending: list[str] = []
-        self._scheduled = False
+        self._deferred: DeferredQueue[str] = DeferredQueue(self._sync, unique=True)
         storage.listeners.append(self._on_event)
         crd_rt = registry.lookup(*CRD_GR[:1], "v1", CRD_GR[1])
         if crd_rt is not None:
@@ -127,29 +126,19 @@ class CrdController:
                     self._schedule(crd_name)
 
     def _schedule(self, name: str) -> None:
-        if name not in self._pending:
-            self._pending.append(name)
-        if not self._scheduled:
-            try:
-                asyncio.get_running_loop().call_soon(self._drain)
-                self._scheduled = True
-            except RuntimeError:
-                self._drain()
+        self._deferred.add(name)
 
-    def _drain(self) -> None:
-        self._scheduled = False
-        while self._pending:
-            name = self._pending.pop(0)
-            crd = self.storage.get(CRD_GR, "", name)
-            if crd is None:
-                continue
-            try:
-                if crd["metadata"].get("deletionTimestamp"):
-                    self._cleanup(crd)
-                else:
-                    self._establish(crd)
-            except ApiError:
-                continue
+    def _sync(self, name: str) -> None:
+        crd = self.storage.get(CRD_GR, "", name)
+        if crd is None:
+            return
+        try:
+            if crd["metadata"].get("deletionTimestamp"):
+                self._cleanup(crd)
+            else:
+                self._establish(crd)
+        except ApiError:
+            return
 
     def types_for(self, crd: JSON) -> list[ResourceType]:
         spec = crd["spec"]

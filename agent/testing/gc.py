@@ -6,10 +6,10 @@ its effects are asynchronous to the request that caused them, as in a cluster.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import TYPE_CHECKING
 
+from .deferred import DeferredQueue
 from .errors import ApiError
 from .registry import JSON, Registry, ResourceType
 from .storage import GR, Event, Storage
@@ -29,8 +29,7 @@ class GarbageCollector:
         # owner uid -> dependents; uid -> object key (for owners)
         self._dependents: dict[str, set[Key]] = {}
         self._by_uid: dict[str, Key] = {}
-        self._pending: list[tuple[GR, Event]] = []
-        self._scheduled = False
+        self._deferred: DeferredQueue[tuple[GR, Event]] = DeferredQueue(self._process_quietly)
         storage.listeners.append(self._on_event)
 
     # --- event intake ---
@@ -58,20 +57,11 @@ class GarbageCollector:
                     deps.discard(key)
             for owner in new_refs:
                 self._dependents.setdefault(owner, set()).add(key)
-        self._pending.append((gr, ev))
-        if not self._scheduled:
-            try:
-                asyncio.get_running_loop().call_soon(self._drain)
-                self._scheduled = True
-            except RuntimeError:
-                self._drain()
+        self._deferred.add((gr, ev))
 
-    def _drain(self) -> None:
-        self._scheduled = False
-        while self._pending:
-            gr, ev = self._pending.pop(0)
-            with contextlib.suppress(ApiError):
-                self._process(gr, ev)
+    def _process_quietly(self, item: tuple[GR, Event]) -> None:
+        with contextlib.suppress(ApiError):
+            self._process(*item)
 
     # --- processing ---
 

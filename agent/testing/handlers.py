@@ -108,6 +108,27 @@ def _strip_volatile(obj: JSON) -> JSON:
     return {**obj, "metadata": meta}
 
 
+_NAMESPACE_MISMATCH = (
+    "the namespace of the provided object does not match the namespace sent on the request"
+)
+
+
+def check_url_identity(
+    rt: ResourceType, ns: str, name: str, meta: JSON, *, empty_matches: bool
+) -> None:
+    """The body's name and namespace must be those of the URL, as kube's request handlers
+    check them. On update and apply an empty value matches (it is filled from the URL); a
+    patched object must keep exactly the URL's."""
+    body_name = meta.get("name") if empty_matches else meta.get("name", name)
+    if (body_name or not empty_matches) and body_name != name:
+        raise errors.bad_request(
+            f"the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )
+    body_ns = meta.get("namespace") if empty_matches else meta.get("namespace", ns)
+    if rt.namespaced and (body_ns or not empty_matches) and body_ns != ns:
+        raise errors.bad_request(_NAMESPACE_MISMATCH)
+
+
 class Handlers:
     def __init__(
         self,
@@ -623,10 +644,7 @@ class Handlers:
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and body_ns != ns:
-                raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on "
-                    "the request"
-                )
+                raise errors.bad_request(_NAMESPACE_MISMATCH)
             meta["namespace"] = ns
         else:
             meta.pop("namespace", None)
@@ -734,15 +752,7 @@ class Handlers:
     ) -> ApiResponse:
         obj = self._check_type(rt, body)
         meta = obj["metadata"]
-        if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
+        check_url_identity(rt, ns, name, meta, empty_matches=True)
         meta["name"] = name
         stored = self.storage.get_stored(rt.group_resource, ns, name)
         if stored is None:
@@ -942,16 +952,7 @@ class Handlers:
         meta = new.get("metadata") if isinstance(new, dict) else None
         if not isinstance(meta, dict):
             raise errors.bad_request("metadata: expected an object")
-        if meta.get("name", name) != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta.get('name')}) does not match the name on the URL "
-                f"({name})"
-            )
-        if rt.namespaced and meta.get("namespace", ns) != ns:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
+        check_url_identity(rt, ns, name, meta, empty_matches=False)
         meta["name"] = name
         if meta.get("resourceVersion") == stored.obj["metadata"].get("resourceVersion"):
             pass
@@ -975,15 +976,7 @@ class Handlers:
                 + " must be set in an apply patch"
             )
         meta = applied.get("metadata") or {}
-        if meta.get("name") and meta["name"] != name:
-            raise errors.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
-            )
-        if rt.namespaced and meta.get("namespace") and meta["namespace"] != ns:
-            raise errors.bad_request(
-                "the namespace of the provided object does not match the namespace sent on the "
-                "request"
-            )
+        check_url_identity(rt, ns, name, meta, empty_matches=True)
 
     def _patched(
         self, rt: ResourceType, live: JSON, patch: Any, ct: str, ctx: WriteCtx, force: bool
