@@ -30,6 +30,7 @@ from agent.kube.transport import Transport
 from agent.testing.emulator import run_emulator
 
 from .agent_latency import rss_mib
+from .report import report
 
 CLUSTER = "member1"
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
@@ -204,11 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/agent_footprint.json")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args.nodes, args.pods))
-    for key, value in result.items():
-        print(f"{key:<34} {value}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    report(result, args.out)
     return 0
 
 

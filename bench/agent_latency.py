@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import platform
 import statistics
@@ -31,6 +30,8 @@ from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
+
+from .report import report
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
@@ -235,12 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args(argv)
     result = asyncio.run(run(args.works, args.rate, args.agent_arg))
-    width = max(len(k) for k in result)
-    for key, value in result.items():
-        print(f"{key:<{width}}  {value}")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    report(result, args.out)
     return 0
 
 
