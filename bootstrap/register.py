@@ -24,7 +24,13 @@ from typing import Any, TextIO
 
 import yaml
 
-from agent.karmada.names import AGENT_GROUP, CONDITION_READY, agent_user
+from agent.karmada.names import (
+    AGENT_GROUP,
+    AGENT_KUBECONFIG_KEY,
+    AGENT_KUBECONFIG_SECRET,
+    CONDITION_READY,
+    agent_user,
+)
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import ConfigError
 from agent.kube.errors import (
@@ -51,8 +57,6 @@ from .kubeconfig import (
 
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 SECRETS = GVR("", "v1", "secrets")
-KUBECONFIG_SECRET = "karmada-kubeconfig"
-KUBECONFIG_KEY = "karmada-kubeconfig"
 AGENT_SA = "karmada-agent-sa"
 AGENT_DEPLOYMENT = "karmada-agent"
 DEFAULT_CERT_EXPIRATION_SECONDS = 31_536_000
@@ -168,9 +172,9 @@ def kubeconfig_secret(namespace: str, kubeconfig_text: str) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": KUBECONFIG_SECRET, "namespace": namespace},
+        "metadata": {"name": AGENT_KUBECONFIG_SECRET, "namespace": namespace},
         "type": "Opaque",
-        "data": {KUBECONFIG_KEY: base64.b64encode(kubeconfig_text.encode()).decode()},
+        "data": {AGENT_KUBECONFIG_KEY: base64.b64encode(kubeconfig_text.encode()).decode()},
     }
 
 
@@ -178,7 +182,7 @@ async def preflight(member: KubeClient, namespace: str) -> None:
     """As upstream: refuse when an agent install already exists in the namespace."""
     found = []
     for gvr, name, what in (
-        (SECRETS, KUBECONFIG_SECRET, "Secret"),
+        (SECRETS, AGENT_KUBECONFIG_SECRET, "Secret"),
         (GVR("", "v1", "serviceaccounts"), AGENT_SA, "ServiceAccount"),
         (GVR("apps", "v1", "deployments"), AGENT_DEPLOYMENT, "Deployment"),
     ):
@@ -223,7 +227,7 @@ def print_dry_run(
     )
     print(yaml.safe_dump_all(control_plane, sort_keys=False, explicit_start=True), end="", file=out)
     print("# --- on this member cluster ---", file=out)
-    secret["data"] = {KUBECONFIG_KEY: secret_note}
+    secret["data"] = {AGENT_KUBECONFIG_KEY: secret_note}
     ordered = objects.order_for_apply(member_objects)
     print(
         yaml.safe_dump_all(

@@ -53,6 +53,7 @@ from agent.certificates import (
     subject_of,
 )
 from agent.context import AgentContext, Runnable
+from agent.karmada.names import AGENT_KUBECONFIG_KEY, AGENT_KUBECONFIG_SECRET
 from agent.kube.client import GVR
 from agent.kube.config import ClientConfig
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
@@ -63,8 +64,6 @@ log = logging.getLogger(__name__)
 JsonDict = dict[str, Any]
 CONTROLLER_NAME = "certRotation"
 SECRETS = GVR("", "v1", "secrets")
-KUBECONFIG_SECRET_NAME = "karmada-kubeconfig"
-KUBECONFIG_SECRET_KEY = "karmada-kubeconfig"
 # Upstream polls up to five minutes for the certificate.
 CSR_TIMEOUT = 300.0
 # Old connections are cut after this share of the old certificate's remaining life, at most
@@ -334,16 +333,16 @@ class CertRotation:
     async def _get_secret(self) -> JsonDict | None:
         try:
             return await self.ctx.member.get(
-                SECRETS, KUBECONFIG_SECRET_NAME, namespace=self.secret_namespace
+                SECRETS, AGENT_KUBECONFIG_SECRET, namespace=self.secret_namespace
             )
         except NotFoundError:
             return None
 
     @staticmethod
     def _secret_kubeconfig(secret: JsonDict) -> JsonDict:
-        data = (secret.get("data") or {}).get(KUBECONFIG_SECRET_KEY)
+        data = (secret.get("data") or {}).get(AGENT_KUBECONFIG_KEY)
         if not data:
-            raise KubeconfigError(f"the Secret has no key {KUBECONFIG_SECRET_KEY!r}")
+            raise KubeconfigError(f"the Secret has no key {AGENT_KUBECONFIG_KEY!r}")
         return _load_kubeconfig_text(base64.b64decode(data).decode("utf-8"))
 
     async def _secret_user_name(self) -> str | None:
@@ -361,7 +360,7 @@ class CertRotation:
     async def _persist(self, cert_pem: bytes, key_pem: bytes) -> bool:
         """Write the certificate into the member Secret (PUT, retried on conflicts). True when
         written; a failure is remembered and retried on the next check."""
-        where = f"{self.secret_namespace}/{KUBECONFIG_SECRET_NAME}"
+        where = f"{self.secret_namespace}/{AGENT_KUBECONFIG_SECRET}"
         self._unsaved = None
         for _ in range(SECRET_UPDATE_ATTEMPTS):
             try:
@@ -398,7 +397,7 @@ class CertRotation:
     def _updated_secret(self, secret: JsonDict, cert_pem: bytes, key_pem: bytes) -> JsonDict | None:
         """The Secret with the new credentials, or None when it holds another identity (then it
         is left alone)."""
-        where = f"{self.secret_namespace}/{KUBECONFIG_SECRET_NAME}"
+        where = f"{self.secret_namespace}/{AGENT_KUBECONFIG_SECRET}"
         kubeconfig = self._secret_kubeconfig(secret)
         stored = client_certificate_of(kubeconfig)
         if stored is None:
@@ -423,7 +422,7 @@ class CertRotation:
         )
         updated = copy.deepcopy(secret)
         data = dict(updated.get("data") or {})
-        data[KUBECONFIG_SECRET_KEY] = base64.b64encode(text.encode("utf-8")).decode("ascii")
+        data[AGENT_KUBECONFIG_KEY] = base64.b64encode(text.encode("utf-8")).decode("ascii")
         updated["data"] = data
         return updated
 

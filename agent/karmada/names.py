@@ -18,6 +18,11 @@ CLUSTER_LEASE_NAMESPACE = "karmada-cluster"  # fixed, not --cluster-namespace
 DEFAULT_CLUSTER_NAMESPACE = "karmada-cluster"
 DEFAULT_AGENT_NAMESPACE = "karmada-system"
 
+# The agent's control-plane kubeconfig on the member, written by register, kept current by
+# certRotation: Secret <agent namespace>/karmada-kubeconfig, data key karmada-kubeconfig.
+AGENT_KUBECONFIG_SECRET = "karmada-kubeconfig"
+AGENT_KUBECONFIG_KEY = "karmada-kubeconfig"
+
 # Labels
 MANAGED_LABEL = "karmada.io/managed"
 SYSTEM_LABEL = "karmada.io/system"

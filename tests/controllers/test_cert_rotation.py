@@ -39,6 +39,7 @@ from agent.options import Options
 from agent.testing.controllers import Knobs
 from agent.testing.emulator import Emulator, run_emulator
 from agent.testing.kubeconfig import build_kubeconfig, dump_kubeconfig
+from bootstrap.register import kubeconfig_secret
 
 from .clusterenv import emulator_pair, kube_client
 
@@ -305,16 +306,7 @@ async def _rotation_env(
             )
             await member_client.create(
                 SECRETS,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Secret",
-                    "metadata": {"name": "karmada-kubeconfig", "namespace": "karmada-system"},
-                    "data": {
-                        "karmada-kubeconfig": base64.b64encode(
-                            dump_kubeconfig(kubeconfig).encode()
-                        ).decode()
-                    },
-                },
+                kubeconfig_secret("karmada-system", dump_kubeconfig(kubeconfig)),
                 namespace="karmada-system",
             )
         ctx = AgentContext(

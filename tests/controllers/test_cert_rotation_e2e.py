@@ -31,6 +31,7 @@ from agent.testing.controllers import Knobs
 from agent.testing.emulator import run_emulator
 from agent.testing.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
 from agent.testing.works import control_plane_work
+from bootstrap.register import kubeconfig_secret
 
 from ..e2e.support import DEPLOY, client_for, condition, eventually, kubectl
 
@@ -93,16 +94,7 @@ async def test_agent_keeps_syncing_across_rotations(tmp_path: Path) -> None:
         agent_kubeconfig = write_kubeconfig(tmp_path / "karmada-agent", kubeconfig)
         await member_client.create(
             SECRETS,
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {"name": "karmada-kubeconfig", "namespace": "karmada-system"},
-                "data": {
-                    "karmada-kubeconfig": base64.b64encode(
-                        dump_kubeconfig(kubeconfig).encode()
-                    ).decode()
-                },
-            },
+            kubeconfig_secret("karmada-system", dump_kubeconfig(kubeconfig)),
             namespace="karmada-system",
         )
         options = parse_options(
