@@ -8,8 +8,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agent.kube.client import KubeClient
+from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
+from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,3 +58,27 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
         if cond.get("type") == type_:
             return dict(cond)
     return None
+
+
+CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
+WORKS = GVR("work.karmada.io", "v1alpha1", "works")
+
+
+async def cluster_ready(client: KubeClient, cluster: str) -> bool:
+    """Whether the Cluster exists with Ready=True."""
+    try:
+        obj = await client.get(CLUSTERS, cluster)
+    except NotFoundError:
+        return False
+    found = condition(obj, "Ready")
+    return bool(found and found["status"] == "True")
+
+
+async def work_applied(client: KubeClient, cluster: str, name: str) -> dict[str, Any] | None:
+    """The Work in karmada-es-<cluster> once it has Applied=True, else None."""
+    try:
+        work = await client.get(WORKS, name, namespace=f"karmada-es-{cluster}")
+    except NotFoundError:
+        return None
+    found = condition(work, "Applied")
+    return work if found and found["status"] == "True" else None

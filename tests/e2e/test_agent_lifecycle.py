@@ -20,7 +20,7 @@ from agent.kube.errors import NotFoundError
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
-from .support import client_for, condition, eventually, kubectl
+from .support import client_for, cluster_ready, condition, eventually, kubectl
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
@@ -121,12 +121,7 @@ async def test_apply_update_restart_with_pending_changes(tmp_path: Path) -> None
 
             async def ready() -> bool:
                 agent.alive()
-                try:
-                    cluster = await admin.get(CLUSTERS, CLUSTER)
-                except NotFoundError:
-                    return False
-                found = condition(cluster, "Ready")
-                return bool(found and found["status"] == "True")
+                return await cluster_ready(admin, CLUSTER)
 
             await eventually(ready, timeout=30, what="Cluster Ready")
             await admin.create(

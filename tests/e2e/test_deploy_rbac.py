@@ -21,7 +21,7 @@ from agent.testing.emulator import run_emulator
 from agent.testing.kubeconfig import build_kubeconfig, write_kubeconfig
 from agent.testing.works import control_plane_work
 
-from .support import DEPLOY, client_for, condition, eventually, kubectl
+from .support import DEPLOY, client_for, cluster_ready, eventually, kubectl, work_applied
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
@@ -102,16 +102,11 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
         member_client = await client_for(member_admin)
         try:
 
-            async def cluster_ready() -> bool:
+            async def agent_cluster_ready() -> bool:
                 assert not agent.done(), f"agent exited with {agent.result()}"
-                try:
-                    cluster = await admin.get(CLUSTERS, CLUSTER)
-                except NotFoundError:
-                    return False
-                ready = condition(cluster, "Ready")
-                return bool(ready and ready["status"] == "True")
+                return await cluster_ready(admin, CLUSTER)
 
-            await eventually(cluster_ready, timeout=30, what="Cluster Ready")
+            await eventually(agent_cluster_ready, timeout=30, what="Cluster Ready")
             cluster = await admin.get(CLUSTERS, CLUSTER)
             kube_system = await member_client.get(GVR("", "v1", "namespaces"), "kube-system")
             assert cluster["spec"]["syncMode"] == "Pull"
@@ -135,13 +130,11 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
                 WORKS, control_plane_work(CLUSTER, "rbac-probe", [config]), namespace=ES
             )
 
-            async def applied() -> bool:
-                work = await admin.get(WORKS, "rbac-probe", namespace=ES)
-                done = condition(work, "Applied")
-                statuses = (work.get("status") or {}).get("manifestStatuses") or []
-                return bool(done and done["status"] == "True" and statuses)
+            async def applied_with_status() -> bool:
+                work = await work_applied(admin, CLUSTER, "rbac-probe")
+                return bool(work and work["status"].get("manifestStatuses"))
 
-            await eventually(applied, what="the Work to be Applied with status")
+            await eventually(applied_with_status, what="the Work to be Applied with status")
             live = await member_client.get(CONFIGMAPS, "rbac-probe", namespace="default")
             assert live["data"] == {"k": "v"}
 

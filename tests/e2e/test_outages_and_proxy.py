@@ -18,7 +18,7 @@ from agent.options import parse_options
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
-from .support import client_for, condition, eventually
+from .support import client_for, cluster_ready, eventually, work_applied
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
@@ -62,21 +62,11 @@ async def running_agent(karmada_kc: Path, member_kc: Path) -> AsyncIterator[asyn
 
 async def ready(admin: KubeClient, agent: asyncio.Task[int]) -> bool:
     assert not agent.done(), f"the agent exited with {agent.result()}"
-    try:
-        cluster = await admin.get(CLUSTERS, CLUSTER)
-    except NotFoundError:
-        return False
-    found = condition(cluster, "Ready")
-    return bool(found and found["status"] == "True")
+    return await cluster_ready(admin, CLUSTER)
 
 
 async def applied(admin: KubeClient, name: str) -> bool:
-    try:
-        work = await admin.get(WORKS, name, namespace=ES)
-    except NotFoundError:
-        return False
-    found = condition(work, "Applied")
-    return bool(found and found["status"] == "True")
+    return await work_applied(admin, CLUSTER, name) is not None
 
 
 async def on_member(member: KubeClient, name: str) -> bool:
