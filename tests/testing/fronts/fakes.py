@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hashlib
-import ipaddress
 import json
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -14,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+from cryptography.x509.oid import NameOID
 
 from agent.testing import errors
 from agent.testing.requestinfo import RequestAttributes, parse_request_info
@@ -38,91 +36,6 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     )
-
-
-@dataclass
-class FakeCA:
-    cert: x509.Certificate
-    key: ec.EllipticCurvePrivateKey
-
-    @classmethod
-    def generate(cls, cn: str = "test-ca") -> FakeCA:
-        key = ec.generate_private_key(ec.SECP256R1())
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-        now = datetime.datetime.now(datetime.UTC)
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
-            )
-            .sign(key, hashes.SHA256())
-        )
-        return cls(cert, key)
-
-    @property
-    def cert_pem(self) -> bytes:
-        return self.cert.public_bytes(serialization.Encoding.PEM)
-
-    def issue(
-        self, cn: str, orgs: tuple[str, ...] = (), *, server: bool = False
-    ) -> tuple[bytes, bytes]:
-        key = ec.generate_private_key(ec.SECP256R1())
-        attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
-        attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
-        now = datetime.datetime.now(datetime.UTC)
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name(attrs))
-            .issuer_name(self.cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()),
-                critical=False,
-            )
-            .add_extension(
-                x509.ExtendedKeyUsage(
-                    [ExtendedKeyUsageOID.SERVER_AUTH if server else ExtendedKeyUsageOID.CLIENT_AUTH]
-                ),
-                critical=False,
-            )
-        )
-        if server:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(
-                    [
-                        x509.DNSName("localhost"),
-                        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-                    ]
-                ),
-                critical=False,
-            )
-        cert = builder.sign(self.key, hashes.SHA256())
-        return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
 
 
 def client_ssl_context(

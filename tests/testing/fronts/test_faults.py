@@ -11,13 +11,13 @@ import pytest
 from agent.testing.accounting import Accounting
 from agent.testing.faults import ControlRouter, Faults
 from agent.testing.https import HttpsServer
+from agent.testing.pki import CertificateAuthority
 from agent.testing.transport import EmulatorTransport
 
 from .fakes import (
     ADMIN_TOKEN,
     USER_TOKEN,
     FakeApi,
-    FakeCA,
     authenticate,
     client_ssl_context,
     eventually,
@@ -269,15 +269,15 @@ async def test_python_offline_with_timed_return(rig: Rig) -> None:
 
 
 @pytest.fixture(scope="module")
-def ca() -> FakeCA:
-    return FakeCA.generate()
+def ca() -> CertificateAuthority:
+    return CertificateAuthority.generate("test-ca")
 
 
 async def test_http_offline_over_https_answers_then_goes_away_and_returns(
-    ca: FakeCA, tmp_path: Path
+    ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     rig = Rig()
-    cert, key = ca.issue("apiserver", server=True)
+    cert, key = ca.issue("apiserver", dns_names=("localhost",), ips=("127.0.0.1",), usage="server")
     verify: ssl.SSLContext = client_ssl_context(ca.cert_pem, tmp_path)
     async with HttpsServer(rig.router, cert, key, ca.cert_pem) as srv:
         rig.faults.attach(srv)

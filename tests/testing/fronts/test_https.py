@@ -11,19 +11,20 @@ import httpx
 import pytest
 
 from agent.testing.https import HttpsServer, ResponseWithFollowUp
+from agent.testing.pki import CertificateAuthority
 from agent.testing.wire import ApiRequest, ApiResponse
 
-from .fakes import FakeApi, FakeCA, client_ssl_context, der_of, eventually, loads
+from .fakes import FakeApi, client_ssl_context, der_of, eventually, loads
 
 
 @pytest.fixture(scope="module")
-def ca() -> FakeCA:
-    return FakeCA.generate()
+def ca() -> CertificateAuthority:
+    return CertificateAuthority.generate("test-ca")
 
 
 @pytest.fixture(scope="module")
-def serving(ca: FakeCA) -> tuple[bytes, bytes]:
-    return ca.issue("kube-apiserver", server=True)
+def serving(ca: CertificateAuthority) -> tuple[bytes, bytes]:
+    return ca.issue("kube-apiserver", dns_names=("localhost",), ips=("127.0.0.1",), usage="server")
 
 
 @pytest.fixture
@@ -33,14 +34,14 @@ async def api() -> FakeApi:
 
 @pytest.fixture
 async def server(
-    api: FakeApi, ca: FakeCA, serving: tuple[bytes, bytes]
+    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes]
 ) -> AsyncIterator[HttpsServer]:
     async with HttpsServer(api, serving[0], serving[1], ca.cert_pem) as srv:
         yield srv
 
 
 @pytest.fixture
-def verify(ca: FakeCA, tmp_path: Path) -> ssl.SSLContext:
+def verify(ca: CertificateAuthority, tmp_path: Path) -> ssl.SSLContext:
     return client_ssl_context(ca.cert_pem, tmp_path)
 
 
@@ -73,7 +74,7 @@ async def test_serving_certificate_valid_for_localhost(
 
 
 async def test_client_certificate_reaches_the_request(
-    server: HttpsServer, api: FakeApi, ca: FakeCA, tmp_path: Path
+    server: HttpsServer, api: FakeApi, ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     cert_key = ca.issue("system:node:member1", ("system:nodes",))
     ctx = client_ssl_context(ca.cert_pem, tmp_path, cert_key)
@@ -85,9 +86,9 @@ async def test_client_certificate_reaches_the_request(
 
 
 async def test_client_certificate_of_another_ca_is_refused_at_handshake(
-    server: HttpsServer, ca: FakeCA, tmp_path: Path
+    server: HttpsServer, ca: CertificateAuthority, tmp_path: Path
 ) -> None:
-    other = FakeCA.generate("other-ca")
+    other = CertificateAuthority.generate("other-ca")
     ctx = client_ssl_context(ca.cert_pem, tmp_path, other.issue("mallory"))
     async with httpx.AsyncClient(verify=ctx, base_url=server.url) as client:
         with pytest.raises((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)):
@@ -163,7 +164,7 @@ async def test_client_disconnect_releases_the_watch(
 
 
 async def test_stop_ends_open_watches(
-    api: FakeApi, ca: FakeCA, serving: tuple[bytes, bytes], verify: ssl.SSLContext
+    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
 ) -> None:
     srv = HttpsServer(api, serving[0], serving[1], ca.cert_pem)
     await srv.start()
@@ -234,7 +235,7 @@ class _FollowUp:
 
 
 async def test_follow_up_runs_after_the_response(
-    ca: FakeCA, serving: tuple[bytes, bytes], verify: ssl.SSLContext
+    ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
 ) -> None:
     handler = _FollowUp()
     async with (
@@ -248,7 +249,7 @@ async def test_follow_up_runs_after_the_response(
 
 
 async def test_curl_style_expect_continue_and_head(
-    server: HttpsServer, ca: FakeCA, tmp_path: Path
+    server: HttpsServer, ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     ca_file = tmp_path / "ca.crt"
     ca_file.write_bytes(ca.cert_pem)

@@ -14,18 +14,19 @@ from kubernetes import config as k8s_config
 
 from agent.testing.https import HttpsServer
 from agent.testing.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
+from agent.testing.pki import CertificateAuthority
 
-from .fakes import FakeApi, FakeCA
+from .fakes import FakeApi
 
 SERVER = "https://127.0.0.1:6443"
 
 
 @pytest.fixture(scope="module")
-def ca() -> FakeCA:
-    return FakeCA.generate()
+def ca() -> CertificateAuthority:
+    return CertificateAuthority.generate("test-ca")
 
 
-def test_token_kubeconfig_content(ca: FakeCA) -> None:
+def test_token_kubeconfig_content(ca: CertificateAuthority) -> None:
     cfg = build_kubeconfig(SERVER, ca.cert_pem, cluster="member1", token="tok", namespace="ns")
     assert cfg["current-context"] == "admin@member1"
     assert cfg["clusters"] == [
@@ -47,7 +48,7 @@ def test_token_kubeconfig_content(ca: FakeCA) -> None:
     assert yaml.safe_load(dump_kubeconfig(cfg)) == cfg
 
 
-def test_client_certificate_kubeconfig_embeds_both(ca: FakeCA) -> None:
+def test_client_certificate_kubeconfig_embeds_both(ca: CertificateAuthority) -> None:
     cert, key = ca.issue("alice", ("dev",))
     cfg = build_kubeconfig(
         SERVER, ca.cert_pem, user="alice", client_cert_pem=cert, client_key_pem=key
@@ -58,14 +59,16 @@ def test_client_certificate_kubeconfig_embeds_both(ca: FakeCA) -> None:
     assert "token" not in creds
 
 
-def test_credentials_are_required(ca: FakeCA) -> None:
+def test_credentials_are_required(ca: CertificateAuthority) -> None:
     with pytest.raises(ValueError, match="token or a client certificate"):
         build_kubeconfig(SERVER, ca.cert_pem)
     with pytest.raises(ValueError, match="needs its key"):
         build_kubeconfig(SERVER, ca.cert_pem, client_cert_pem=b"x")
 
 
-def test_written_with_mode_0600_even_over_an_existing_file(ca: FakeCA, tmp_path: Path) -> None:
+def test_written_with_mode_0600_even_over_an_existing_file(
+    ca: CertificateAuthority, tmp_path: Path
+) -> None:
     path = tmp_path / "sub" / "kubeconfig"
     path.parent.mkdir()
     path.write_text("old")
@@ -79,15 +82,15 @@ def test_written_with_mode_0600_even_over_an_existing_file(ca: FakeCA, tmp_path:
 
 
 @pytest.fixture
-async def server(ca: FakeCA) -> AsyncIterator[tuple[HttpsServer, FakeApi]]:
+async def server(ca: CertificateAuthority) -> AsyncIterator[tuple[HttpsServer, FakeApi]]:
     api = FakeApi()
-    cert, key = ca.issue("apiserver", server=True)
+    cert, key = ca.issue("apiserver", dns_names=("localhost",), ips=("127.0.0.1",), usage="server")
     async with HttpsServer(api, cert, key, ca.cert_pem) as srv:
         yield srv, api
 
 
 async def test_official_client_loads_it_and_reaches_the_server(
-    ca: FakeCA, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
+    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
 ) -> None:
     srv, _ = server
     path = write_kubeconfig(
@@ -110,7 +113,7 @@ async def test_official_client_loads_it_and_reaches_the_server(
 
 
 async def test_client_cert_kubeconfig_authenticates_by_certificate(
-    ca: FakeCA, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
+    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
 ) -> None:
     srv, _ = server
     cert, key = ca.issue("system:node:n1", ("system:nodes",))

@@ -6,10 +6,11 @@ import httpx
 import pytest
 
 from agent.testing.https import ResponseWithFollowUp
+from agent.testing.pki import CertificateAuthority
 from agent.testing.transport import EmulatorTransport
 from agent.testing.wire import ApiRequest, ApiResponse
 
-from .fakes import FakeApi, FakeCA, der_of, eventually
+from .fakes import FakeApi, der_of, eventually
 
 
 async def test_request_is_translated_like_the_https_front() -> None:
@@ -42,7 +43,7 @@ async def test_request_headers_override_transport_defaults() -> None:
 
 
 async def test_peer_certificate_is_passed_as_der() -> None:
-    ca = FakeCA.generate()
+    ca = CertificateAuthority.generate("test-ca")
     cert, _ = ca.issue("system:node:n1", ("system:nodes",))
     api = FakeApi()
     transport = EmulatorTransport(api, peer_cert_der=der_of(cert))
