@@ -196,7 +196,11 @@ class Agent:
         karmada_mapper = RESTMapper(self.karmada)
         member_mapper = RESTMapper(self.member)
         member_objects = MemberObjects(self.member, member_mapper, self.options)
-        self.events = EventRecorder(self.karmada, component="karmada-agent")
+        # Events get a client of their own, as upstream's event recorder does: its own QPS/burst
+        # budget, so a burst of Events never delays Work status writes (same connections).
+        self.events = EventRecorder(
+            KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
+        )
         ctx = AgentContext(
             options=self.options,
             cluster_name=self.options.cluster_name,

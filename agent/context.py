@@ -7,7 +7,7 @@ ones when this replica leads and stops them when it stops leading.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from .kube.client import KubeClient
@@ -16,6 +16,7 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .controllers.member_objects import MemberObjects
+    from .controllers.work_informer import ClusterWatch
     from .events import EventRecorder
     from .metrics import AgentMetrics
 
@@ -45,6 +46,16 @@ class AgentContext:
     member_objects: MemberObjects
     events: EventRecorder
     metrics: AgentMetrics
+    _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
+
+    def cluster_watch(self) -> ClusterWatch:
+        """This cluster's Cluster object from one list+watch shared by every controller that
+        reads it (each starts and stops it; the watch runs while any of them does)."""
+        if self._cluster_watch is None:
+            from .controllers.work_informer import ClusterWatch
+
+            self._cluster_watch = ClusterWatch(self.karmada, self.cluster_name)
+        return self._cluster_watch
 
     @property
     def execution_namespace(self) -> str:

@@ -4,8 +4,10 @@
 Identical events (same object, type, reason and message) seen again within `aggregate_window`
 bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) instead of creating
 a new one, a simplified version of client-go's event correlator. At most `max_in_flight` writes
-run at once; beyond that, events are dropped with a log line (as client-go drops events when its
-broadcaster queue is full): Events are a diagnostic aid, never a reason to slow reconciles.
+wait or run at once (client-go's broadcaster queue holds 1000); beyond that, events are dropped
+with a log line (as client-go drops events when that queue is full): Events are a diagnostic
+aid, never a reason to slow reconciles. The agent gives the recorder a client with its own
+QPS budget (`Transport.with_own_budget`), as upstream's event client has.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class EventRecorder:
         component: str = "karmada-agent",
         *,
         host: str = "",
-        max_in_flight: int = 100,
+        max_in_flight: int = 1000,
         aggregate_window: float = 600.0,
         cache_size: int = 4096,
         wall_clock: Callable[[], float] = time.time,

@@ -2,8 +2,10 @@
 
 Every --cluster-status-update-frequency (a periodic job, never overlapping itself):
 
-1. Read the Cluster; do nothing until karmada-controller-manager has put its finalizer
-   karmada.io/cluster-controller on it (as upstream).
+1. Take the Cluster from the agent's shared watch of it (a GET only while that watch has not
+   synced, or to resolve a write conflict): an idle agent never polls its own Cluster. Do
+   nothing until karmada-controller-manager has put its finalizer karmada.io/cluster-controller
+   on it (as upstream).
 2. Probe the member: GET /readyz (falling back to /healthz on 404). No answer at all means
    offline; an answer other than 200 means online but unhealthy.
 3. Turn that into the Ready condition, damped by --cluster-success-threshold and
@@ -33,6 +35,7 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.heartbeat import Heartbeat
+from agent.controllers.work_informer import ClusterWatch
 from agent.karmada import names
 from agent.karmada.conditions import find, new_condition, set_condition
 from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
@@ -259,9 +262,12 @@ class ClusterStatusController:
         options: Options,
         metrics: AgentMetrics | None = None,
         heartbeat: HeartbeatFactory | None = None,
+        cluster_watch: ClusterWatch | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.karmada = karmada
+        # Started with the controller; until it has synced, the Cluster is read with a GET.
+        self.cluster_watch = cluster_watch
         self.member = member
         self.options = options
         self.cluster_name = options.cluster_name
@@ -292,6 +298,8 @@ class ClusterStatusController:
     async def start(self) -> None:
         if self._periodic is not None:
             return
+        if self.cluster_watch is not None:
+            self.cluster_watch.start()
         interval = self.options.cluster_status_update_frequency.total_seconds()
         self._periodic = Periodic(
             f"cluster-status-{self.cluster_name}",
@@ -305,6 +313,8 @@ class ClusterStatusController:
         periodic, self._periodic = self._periodic, None
         if periodic is not None:
             await periodic.stop(timeout=10.0)
+            if self.cluster_watch is not None:
+                await self.cluster_watch.stop()
         await self._stop_member_side()
 
     @property
@@ -324,9 +334,8 @@ class ClusterStatusController:
 
     async def sync_once(self) -> None:
         started = time.monotonic()
-        try:
-            cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
-        except NotFoundError:
+        cluster = await self._current_cluster()
+        if cluster is None:
             log.warning("Cluster %s not found; status reporting paused", self.cluster_name)
             await self._stop_member_side()
             self.damper.reset()
@@ -375,6 +384,17 @@ class ClusterStatusController:
             self.metrics.cluster_sync_status_duration.labels(self.cluster_name).observe(
                 time.monotonic() - started
             )
+
+    async def _current_cluster(self) -> JsonDict | None:
+        """The Cluster from the shared watch once it has synced, else from the API server;
+        None when it does not exist."""
+        watch = self.cluster_watch
+        if watch is not None and watch.synced:
+            return watch.cluster
+        try:
+            return await self.karmada.get(CLUSTERS, self.cluster_name)
+        except NotFoundError:
+            return None
 
     async def _ensure_heartbeat(self) -> None:
         if self.heartbeat is None:
@@ -469,11 +489,18 @@ class ClusterStatusController:
                 cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
                 continue
             self.status_writes += 1
+            if self.cluster_watch is not None and self.cluster_watch.synced:
+                # The next pass compares against what we wrote, even before the watch echoes it.
+                self.cluster_watch.reflector.observe(updated)
             return updated
         return cluster  # unreachable: the loop returns or raises
 
 
 def build(ctx: AgentContext) -> ClusterStatusController:
     return ClusterStatusController(
-        karmada=ctx.karmada, member=ctx.member, options=ctx.options, metrics=ctx.metrics
+        karmada=ctx.karmada,
+        member=ctx.member,
+        options=ctx.options,
+        metrics=ctx.metrics,
+        cluster_watch=ctx.cluster_watch(),
     )

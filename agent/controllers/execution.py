@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +109,8 @@ def _meta(obj: JsonDict) -> JsonDict:
 class ExecutionController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
-        self.cluster = ClusterWatch(ctx.karmada, ctx.cluster_name)
+        self.cluster: ClusterWatch = ctx.cluster_watch()
+        self._unsubscribe_ready: Callable[[], None] | None = None
         # What we last applied per member object: its resourceVersion and its content without
         # status, so that status-only changes (every rollout step) are not taken for drift.
         self._applied: dict[ObjectKey, tuple[str, JsonDict]] = {}
@@ -127,8 +129,14 @@ class ExecutionController(WorkController):
         )
 
     async def start(self) -> None:
-        self.cluster.on_ready(self._enqueue_all)
+        self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_all)
         await super().start()
+
+    async def stop(self) -> None:
+        if self._unsubscribe_ready is not None:
+            self._unsubscribe_ready()
+            self._unsubscribe_ready = None
+        await super().stop()
 
     # --- event handlers ------------------------------------------------------------------------
 

@@ -6,7 +6,9 @@ it runs on its own schedule, independent of the status loop (a slow member must 
 heartbeat). As upstream (component-helpers' lease controller plus karmada's owner hook): the
 Lease is created when missing, holderIdentity is the cluster name, a failed update is retried a
 few times with capped backoff, and an ownerReference to the Cluster is added when absent, so the
-Lease goes away with the Cluster.
+Lease goes away with the Cluster. Like upstream's lease controller, a renewal is one PUT built
+from the Lease the previous renewal returned; the Lease is read again only after a failed write
+(a conflict, or the Lease deleted), so an idle agent's only control-plane request is this PUT.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Heartbeat:
         self._clock = clock
         self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
         self._owner: JsonDict | None = None
+        # The Lease as the last successful write returned it; None: read it first.
+        self._latest: JsonDict | None = None
         self._periodic: Periodic | None = None
         self.renewals = 0
 
@@ -141,19 +145,24 @@ class Heartbeat:
 
     async def _renew(self) -> JsonDict:
         owner = await self._owner_reference()
-        try:
-            lease = await self.karmada.get(LEASES, self.cluster_name, namespace=self.namespace)
-        except NotFoundError:
-            meta: JsonDict = {"name": self.cluster_name, "namespace": self.namespace}
-            if owner is not None:
-                meta["ownerReferences"] = [owner]
-            body = {
-                "apiVersion": "coordination.k8s.io/v1",
-                "kind": "Lease",
-                "metadata": meta,
-                "spec": self._spec(),
-            }
-            return await self.karmada.create(LEASES, body, namespace=self.namespace)
+        lease = self._latest
+        self._latest = None  # kept only when this write succeeds
+        if lease is None:
+            try:
+                lease = await self.karmada.get(LEASES, self.cluster_name, namespace=self.namespace)
+            except NotFoundError:
+                meta: JsonDict = {"name": self.cluster_name, "namespace": self.namespace}
+                if owner is not None:
+                    meta["ownerReferences"] = [owner]
+                body = {
+                    "apiVersion": "coordination.k8s.io/v1",
+                    "kind": "Lease",
+                    "metadata": meta,
+                    "spec": self._spec(),
+                }
+                created = await self.karmada.create(LEASES, body, namespace=self.namespace)
+                self._latest = created
+                return created
         meta = dict(lease.get("metadata") or {})
         references = list(meta.get("ownerReferences") or [])
         if owner is not None and not any(
@@ -162,4 +171,6 @@ class Heartbeat:
             references.append(owner)
             meta["ownerReferences"] = references
         updated = {**lease, "metadata": meta, "spec": {**(lease.get("spec") or {}), **self._spec()}}
-        return await self.karmada.replace(LEASES, updated, namespace=self.namespace)
+        renewed = await self.karmada.replace(LEASES, updated, namespace=self.namespace)
+        self._latest = renewed
+        return renewed

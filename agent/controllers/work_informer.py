@@ -60,19 +60,29 @@ def status_of(obj: JsonDict) -> JsonDict:
 
 
 class _Watched:
-    """A Reflector run as a background task."""
+    """A Reflector run as a background task. Several users may share it: each `start` is
+    matched by a `stop`, and the watch ends with the last user's `stop`."""
 
     def __init__(self, reflector: Reflector) -> None:
         self.reflector = reflector
         self._task: asyncio.Task[None] | None = None
+        self._users = 0
 
     def start(self) -> None:
+        self._users += 1
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(
                 self.reflector.run(), name=self.reflector.name
             )
 
+    @property
+    def synced(self) -> bool:
+        return self._task is not None and self.reflector.has_synced
+
     async def stop(self) -> None:
+        self._users = max(self._users - 1, 0)
+        if self._users:
+            return
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -125,7 +135,9 @@ class WorkInformer(_Watched):
 
 
 class ClusterWatch(_Watched):
-    """This cluster's Cluster object; `on_ready` callbacks fire when it turns Ready."""
+    """This cluster's Cluster object; `on_ready` callbacks fire when it turns Ready. One per
+    agent (`AgentContext.cluster_watch()`), shared by the controllers that read the Cluster, so
+    none of them polls it."""
 
     def __init__(self, client: KubeClient, cluster_name: str) -> None:
         super().__init__(
@@ -158,8 +170,15 @@ class ClusterWatch(_Watched):
         cluster = self.cluster
         return cluster is None or bool((cluster.get("metadata") or {}).get("deletionTimestamp"))
 
-    def on_ready(self, callback: Callable[[], None]) -> None:
+    def on_ready(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` whenever the Cluster turns Ready; returns the unsubscribe."""
         self._on_ready.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._on_ready:
+                self._on_ready.remove(callback)
+
+        return unsubscribe
 
     def _changed(self, new: JsonDict, old: JsonDict | None = None) -> None:
         if _is_ready(new) and (old is None or not _is_ready(old)):

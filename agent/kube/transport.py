@@ -283,6 +283,69 @@ class _Slot:
             await self.client.aclose()
 
 
+class _Connections:
+    """The httpx client(s) to one API server and the config they were built from. Shared by a
+    Transport and the siblings made with `Transport.with_own_budget`, so a reload (certificate
+    rotation) reaches all of them and they share one connection pool."""
+
+    def __init__(self, config: ClientConfig, factory: TransportFactory) -> None:
+        self.factory = factory
+        self.config = config
+        self.slot = self._make_slot(config)
+        self.retired: set[_Slot] = set()
+        self.background: set[asyncio.Task[None]] = set()
+        self.host = urlsplit(config.host).netloc
+
+    def _make_slot(self, config: ClientConfig) -> _Slot:
+        client = httpx.AsyncClient(
+            base_url=config.host,
+            transport=self.factory(config),
+            timeout=httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
+            trust_env=False,
+            follow_redirects=False,
+            headers={"User-Agent": config.user_agent},
+        )
+        return _Slot(client)
+
+    async def reload(self, config: ClientConfig, drain_timeout: float | None) -> None:
+        old = self.slot
+        self.slot = self._make_slot(config)
+        self.config = config
+        self.host = urlsplit(config.host).netloc
+        old.retired = True
+        if old.inflight == 0:
+            await old.close()
+            return
+        self.retired.add(old)
+        if drain_timeout is not None:
+            task = asyncio.create_task(self._close_after(old, drain_timeout))
+            self.background.add(task)
+            task.add_done_callback(self.background.discard)
+
+    async def _close_after(self, slot: _Slot, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self.retired.discard(slot)
+        await slot.close()
+
+    async def close(self) -> None:
+        for task in list(self.background):
+            task.cancel()
+        for slot in [self.slot, *self.retired]:
+            await slot.close()
+        self.retired.clear()
+
+    def acquire(self) -> _Slot:
+        slot = self.slot
+        slot.inflight += 1
+        return slot
+
+    async def release(self, slot: _Slot) -> None:
+        slot.inflight -= 1
+        if slot.retired and slot.inflight == 0 and slot in self.retired:
+            self.retired.discard(slot)
+            await slot.close()
+
+
 class Transport:
     """Requests and streams against one API server, with the policies described above."""
 
@@ -294,41 +357,55 @@ class Transport:
         metrics: RequestMetrics | None = None,
         transport_factory: TransportFactory | None = None,
         clock: Clock = REAL_CLOCK,
+        _connections: _Connections | None = None,
     ) -> None:
-        self._factory = transport_factory or default_transport_factory
         self.retry = retry or RetryPolicy()
         self.metrics = metrics
         self._clock = clock
-        self._config = config
+        self._connections = _connections or _Connections(
+            config, transport_factory or default_transport_factory
+        )
+        # Only the Transport that built the connections closes them.
+        self._owns_connections = _connections is None
         self._bucket = self._make_bucket(config)
-        self._slot = self._make_slot(config)
-        self._retired: set[_Slot] = set()
-        self._background: set[asyncio.Task[None]] = set()
-        self._host = urlsplit(config.host).netloc
+
+    def with_own_budget(self) -> Transport:
+        """A Transport on the same connections, credentials and reloads, with a token bucket of
+        its own (the config's QPS and burst). client-go gives every client it builds its own
+        bucket, so upstream's event client never takes tokens from its other requests; closing
+        the sibling leaves the shared connections open."""
+        return Transport(
+            self.config,
+            retry=self.retry,
+            metrics=self.metrics,
+            clock=self._clock,
+            _connections=self._connections,
+        )
 
     @property
     def config(self) -> ClientConfig:
-        return self._config
+        return self._connections.config
+
+    @property
+    def _config(self) -> ClientConfig:
+        return self._connections.config
+
+    @property
+    def _retired(self) -> set[_Slot]:
+        return self._connections.retired
+
+    @property
+    def _host(self) -> str:
+        return self._connections.host
 
     @property
     def host(self) -> str:
-        return self._config.host
+        return self._connections.config.host
 
     def _make_bucket(self, config: ClientConfig) -> TokenBucket | None:
         if config.qps <= 0:
             return None
         return TokenBucket(config.qps, max(config.burst, 1), clock=self._clock)
-
-    def _make_slot(self, config: ClientConfig) -> _Slot:
-        client = httpx.AsyncClient(
-            base_url=config.host,
-            transport=self._factory(config),
-            timeout=httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
-            trust_env=False,
-            follow_redirects=False,
-            headers={"User-Agent": config.user_agent},
-        )
-        return _Slot(client)
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -336,44 +413,19 @@ class Transport:
         """Use `config` (e.g. a rotated client certificate) for every new request. The old
         client closes when its in-flight work ends, or after `drain_timeout` seconds at most
         (streams cut then end with TransportError, which reflectors resume from)."""
-        old = self._slot
-        if (config.qps, config.burst) != (self._config.qps, self._config.burst):
+        if (config.qps, config.burst) != (self.config.qps, self.config.burst):
             self._bucket = self._make_bucket(config)
-        self._slot = self._make_slot(config)
-        self._config = config
-        self._host = urlsplit(config.host).netloc
-        old.retired = True
-        if old.inflight == 0:
-            await old.close()
-            return
-        self._retired.add(old)
-        if drain_timeout is not None:
-            task = asyncio.create_task(self._close_after(old, drain_timeout))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
-
-    async def _close_after(self, slot: _Slot, delay: float) -> None:
-        await asyncio.sleep(delay)
-        self._retired.discard(slot)
-        await slot.close()
+        await self._connections.reload(config, drain_timeout)
 
     async def close(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        for slot in [self._slot, *self._retired]:
-            await slot.close()
-        self._retired.clear()
+        if self._owns_connections:
+            await self._connections.close()
 
     def _acquire(self) -> _Slot:
-        slot = self._slot
-        slot.inflight += 1
-        return slot
+        return self._connections.acquire()
 
     async def _release(self, slot: _Slot) -> None:
-        slot.inflight -= 1
-        if slot.retired and slot.inflight == 0 and slot in self._retired:
-            self._retired.discard(slot)
-            await slot.close()
+        await self._connections.release(slot)
 
     # --- requests ------------------------------------------------------------------------------
 

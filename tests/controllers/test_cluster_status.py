@@ -18,6 +18,7 @@ from agent.controllers.cluster_status import (
     trim_node,
     trim_pod,
 )
+from agent.controllers.work_informer import ClusterWatch
 from agent.kube.clock import FakeClock
 from agent.metrics import AgentMetrics
 from agent.options import Options
@@ -209,6 +210,49 @@ async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) ->
         finally:
             await controller.stop()
         assert controller.heartbeat is None
+
+
+async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: Path) -> None:
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
+        await register(karmada, member, options)
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        watch = ClusterWatch(karmada, "member1")
+        controller = ClusterStatusController(
+            karmada=karmada, member=member, options=options, cluster_watch=watch
+        )
+        watch.start()  # as the controller's start() does, without its periodic schedule
+        try:
+            assert await watch.wait_synced(10)
+            await controller.sync_once()
+            assert watch.ready  # our own write is in the shared cache at once
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            await controller.sync_once()
+            clusters = "clusters.cluster.karmada.io"
+            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+            assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
+            # A change by someone else reaches the next pass through the watch, not a GET.
+            async with pair.karmada.client() as client:
+                path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
+                obj = (await client.get(path)).json()
+                obj["metadata"].setdefault("labels", {})["edited"] = "yes"
+                assert (await client.put(path, json=obj)).status_code == 200
+            await wait_for(lambda: _labelled(watch), timeout=10)
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+        finally:
+            await controller.stop()
+            await watch.stop()
+
+
+async def _labelled(watch: ClusterWatch) -> bool:
+    return ((watch.cluster or {}).get("metadata") or {}).get("labels", {}).get("edited") == "yes"
 
 
 async def _has_finalizer(pair: Any) -> bool:

@@ -99,3 +99,33 @@ async def test_scheduled_heartbeat_keeps_renewing(tmp_path: Path) -> None:
 
 async def _renewals_at_least(heartbeat: Heartbeat, count: int) -> bool:
     return heartbeat.renewals >= count
+
+
+async def test_renewal_is_one_put_and_a_conflict_reads_again(tmp_path: Path) -> None:
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        await register(karmada, member, pair.options(report_secrets=()))
+        heartbeat = Heartbeat(karmada, "member1", lease_duration=40, renew_interval=10)
+        await heartbeat.renew_once()
+        accounting = pair.karmada.accounting
+        accounting.reset()
+        for _ in range(3):
+            await heartbeat.renew_once()
+        leases = "leases.coordination.k8s.io"
+        assert accounting.counts(verb="update", resource=leases) == 3
+        assert accounting.counts(verb="get", resource=leases) == 0
+        # Someone else writes the Lease: our next PUT conflicts, so the Lease is read again.
+        async with pair.karmada.client() as client:
+            lease = (await client.get(LEASE)).json()
+            lease["metadata"]["labels"] = {"touched": "yes"}
+            assert (await client.put(LEASE, json=lease)).status_code == 200
+        accounting.reset()
+        await heartbeat.renew_once()
+        assert accounting.counts(verb="get", resource=leases) == 1
+        renewed = await pair.karmada_get(LEASE)
+        assert renewed is not None
+        assert renewed["metadata"]["labels"] == {"touched": "yes"}
+        assert renewed["metadata"]["resourceVersion"] != lease["metadata"]["resourceVersion"]

@@ -192,6 +192,35 @@ async def test_qps_throttling_spaces_requests() -> None:
     assert clock.sleeps == [0.5, 1.0]
 
 
+async def test_sibling_with_own_budget_shares_connections_and_reloads() -> None:
+    built: list[str] = []
+
+    def factory(cfg: ClientConfig) -> httpx.MockTransport:
+        tag = "new" if cfg.client_cert_pem else "old"
+        built.append(tag)
+        return httpx.MockTransport(lambda r: httpx.Response(200, json={"served_by": tag}))
+
+    clock = RecordingClock()
+    main = Transport(
+        ClientConfig(host=HOST, qps=2.0, burst=1), transport_factory=factory, clock=clock
+    )
+    events = main.with_own_budget()
+    # Each spends its own single burst token first: neither waits for the other's requests.
+    await main.request("GET", "/version")
+    await events.request("GET", "/version")
+    assert clock.sleeps == []
+    await events.request("GET", "/version")
+    assert clock.sleeps == [0.5]
+    # One connection pool: a reload of the main transport is what the sibling uses too.
+    await main.reload(main.config.with_client_certificate(b"cert", b"key"))
+    assert (await events.request("GET", "/version")).json() == {"served_by": "new"}
+    assert built == ["old", "new"]
+    # Closing the sibling leaves the shared connections to their owner.
+    await events.close()
+    assert (await main.request("GET", "/version")).json() == {"served_by": "new"}
+    await main.close()
+
+
 async def test_token_bucket_burst_then_rate() -> None:
     clock = RecordingClock()
     bucket = TokenBucket(10.0, 3, clock=clock)
