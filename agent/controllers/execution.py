@@ -62,8 +62,10 @@ from .work_informer import (
     ClusterWatch,
     WorkController,
     copy_conditions,
+    status_of,
     without_status,
 )
+from .work_status import by_ordinal, is_first_report, manifest_status, record_status_events
 
 log = structlog.get_logger(__name__)
 
@@ -96,6 +98,8 @@ class _Outcome:
     errors: list[tuple[int, str]] = field(default_factory=list)
     retryable: bool = False
     applied: set[ObjectKey] = field(default_factory=set)
+    # manifestStatuses entries built from the apply answers, by ordinal.
+    statuses: dict[int, JsonDict] = field(default_factory=dict)
 
     def messages(self) -> list[str]:
         return [message for _, message in sorted(self.errors)]
@@ -216,8 +220,17 @@ class ExecutionController(WorkController):
         )
         if conditions.set_condition(conds, applied):
             changed = True
+        status: JsonDict = {"conditions": conds}
+        if ok and is_first_report(work):
+            # The Work's first manifestStatuses go out with Applied in the same write, from the
+            # apply answers; the workStatus controller keeps them current from then on.
+            previous = by_ordinal(status_of(work).get("manifestStatuses"))
+            entries = [outcome.statuses[o] for o in sorted(outcome.statuses)]
+            status["manifestStatuses"] = entries or None
+            changed = True
+            record_status_events(self.ctx.events, work, previous, entries)
         if changed:
-            await self.works.patch_status(work, {"conditions": conds})
+            await self.works.patch_status(work, status)
         if ok:
             self.ctx.events.record(
                 work,
@@ -254,8 +267,11 @@ class ExecutionController(WorkController):
             started = time.monotonic()
             result = "error"
             try:
-                key = await self._apply_one(work, manifest)
+                key, live = await self._apply_one(work, manifest)
                 outcome.applied.add(key)
+                outcome.statuses[manifest.ordinal] = manifest_status(
+                    manifest, key[0].resource, live
+                )
                 outcome.succeeded += 1
                 result = "success"
                 if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
@@ -283,7 +299,8 @@ class ExecutionController(WorkController):
         self._remember(name, outcome.applied)
         return outcome
 
-    async def _apply_one(self, work: JsonDict, manifest: Manifest) -> ObjectKey:
+    async def _apply_one(self, work: JsonDict, manifest: Manifest) -> tuple[ObjectKey, JsonDict]:
+        """Apply one manifest; its member key and the object as the apply returned it."""
         # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
         # server's): the member is where the object is created and the authority on what it
         # serves, and a CRD applied earlier in the same Work exists only there.
@@ -315,7 +332,7 @@ class ExecutionController(WorkController):
             str(_meta(applied).get("resourceVersion") or ""),
             without_status(applied),
         )
-        return key
+        return key, applied
 
     @staticmethod
     def _namespace_for(manifest: Manifest, info: ResourceInfo) -> str:

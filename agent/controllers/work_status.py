@@ -16,7 +16,8 @@ from typing import Any
 import structlog
 
 from agent.context import AgentContext, Runnable
-from agent.karmada import names
+from agent.events import EventRecorder
+from agent.karmada import conditions, names
 from agent.karmada.health import interpret_health
 from agent.karmada.reflect import reflect_status
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
@@ -51,7 +52,13 @@ def manifest_status(manifest: Manifest, resource: str, live: JsonDict) -> JsonDi
     return entry
 
 
-def _by_ordinal(entries: Any) -> dict[int, JsonDict]:
+def is_first_report(work: JsonDict) -> bool:
+    """No Applied condition yet: the execution controller has not reported on this Work, and
+    writes its first manifestStatuses together with Applied."""
+    return conditions.find(status_of(work).get("conditions"), names.WORK_APPLIED) is None
+
+
+def by_ordinal(entries: Any) -> dict[int, JsonDict]:
     out: dict[int, JsonDict] = {}
     for entry in entries if isinstance(entries, list) else []:
         if not isinstance(entry, dict):
@@ -60,6 +67,11 @@ def _by_ordinal(entries: Any) -> dict[int, JsonDict]:
         if isinstance(ordinal, int):
             out[ordinal] = entry
     return out
+
+
+def _applied_status(work: JsonDict) -> str | None:
+    applied = conditions.find(status_of(work).get("conditions"), names.WORK_APPLIED)
+    return None if applied is None else str(applied.get("status"))
 
 
 class WorkStatusController(WorkController):
@@ -75,6 +87,14 @@ class WorkStatusController(WorkController):
         return tasks
 
     # --- event handlers ------------------------------------------------------------------------
+
+    def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
+        # Besides changes of the Work itself: its Applied condition written or changed, after
+        # which the statuses of its objects are ours to keep up to date.
+        if _applied_status(old) != _applied_status(new):
+            self._work_added(new)
+        else:
+            super()._work_updated(old, new)
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         ref = work_of(obj)
@@ -105,8 +125,12 @@ class WorkStatusController(WorkController):
         work = self.works.get(name)
         if work is None or is_deleting(work):
             return None
+        if is_first_report(work):
+            # Not applied yet: the execution controller writes the first manifestStatuses
+            # together with Applied (one status write); its Applied write enqueues us again.
+            return None
         wlog = self.log.bind(work=f"{self.namespace}/{name}")
-        previous = _by_ordinal(status_of(work).get("manifestStatuses"))
+        previous = by_ordinal(status_of(work).get("manifestStatuses"))
         entries: list[JsonDict] = []
         problems: list[str] = []
         for item in manifests_of(work):
@@ -122,7 +146,7 @@ class WorkStatusController(WorkController):
         current = status_of(work).get("manifestStatuses") or []
         if entries != current:
             await self.works.patch_status(work, {"manifestStatuses": entries or None})
-            self._report_changes(work, previous, entries)
+            record_status_events(self.ctx.events, work, previous, entries)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))
@@ -147,39 +171,41 @@ class WorkStatusController(WorkController):
         typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
         return manifest_status(manifest, info.resource, typed)
 
-    def _report_changes(
-        self, work: JsonDict, previous: dict[int, JsonDict], entries: list[JsonDict]
-    ) -> None:
-        # Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection,
-        # which floods the control plane with Events for every status heartbeat of a busy
-        # workload. We record them only when a manifest's reflected status or health changes.
-        for entry in entries:
-            ident = entry["identifier"]
-            old = previous.get(ident["ordinal"]) or {}
-            where = f"{ident.get('namespace')}/{ident['name']}" if ident.get("namespace") else ""
-            what = f"{ident['kind']} {where or ident['name']}"
-            if "status" in entry and entry.get("status") != old.get("status"):
-                self.ctx.events.record(
+
+def record_status_events(
+    events: EventRecorder, work: JsonDict, previous: dict[int, JsonDict], entries: list[JsonDict]
+) -> None:
+    """The Events of a manifestStatuses write, whichever controller writes it."""
+    # Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection,
+    # which floods the control plane with Events for every status heartbeat of a busy
+    # workload. We record them only when a manifest's reflected status or health changes.
+    for entry in entries:
+        ident = entry["identifier"]
+        old = previous.get(ident["ordinal"]) or {}
+        where = f"{ident.get('namespace')}/{ident['name']}" if ident.get("namespace") else ""
+        what = f"{ident['kind']} {where or ident['name']}"
+        if "status" in entry and entry.get("status") != old.get("status"):
+            events.record(
+                work,
+                "Normal",
+                names.EVENT_REFLECT_STATUS_SUCCEED,
+                f"Reflected the status of {what}.",
+            )
+        if entry["health"] != old.get("health"):
+            if entry["health"] == names.UNKNOWN:
+                events.record(
+                    work,
+                    "Warning",
+                    names.EVENT_INTERPRET_HEALTH_FAILED,
+                    f"Health of {what} could not be interpreted from its status.",
+                )
+            else:
+                events.record(
                     work,
                     "Normal",
-                    names.EVENT_REFLECT_STATUS_SUCCEED,
-                    f"Reflected the status of {what}.",
+                    names.EVENT_INTERPRET_HEALTH_SUCCEED,
+                    f"Health of {what} is {entry['health']}.",
                 )
-            if entry["health"] != old.get("health"):
-                if entry["health"] == names.UNKNOWN:
-                    self.ctx.events.record(
-                        work,
-                        "Warning",
-                        names.EVENT_INTERPRET_HEALTH_FAILED,
-                        f"Health of {what} could not be interpreted from its status.",
-                    )
-                else:
-                    self.ctx.events.record(
-                        work,
-                        "Normal",
-                        names.EVENT_INTERPRET_HEALTH_SUCCEED,
-                        f"Health of {what} is {entry['health']}.",
-                    )
 
 
 def build(ctx: AgentContext) -> Runnable:

@@ -289,6 +289,25 @@ class Pair:
     async def get_work(self, name: str) -> JsonDict:
         return await self.karmada.get(WORKS, name, namespace=EXEC_NS)
 
+    async def mark_applied(self, name: str) -> JsonDict:
+        """Write Applied=True on the Work as the execution controller does after applying it
+        (workStatus reports only on Works the execution controller has reported on)."""
+        applied = {
+            "type": "Applied",
+            "status": "True",
+            "reason": "AppliedSuccessful",
+            "message": "Manifest has been successfully applied",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        return await self.karmada.patch(
+            WORKS,
+            name,
+            {"status": {"conditions": [applied]}},
+            patch_type="merge",
+            namespace=EXEC_NS,
+            subresource="status",
+        )
+
     async def wait_work(
         self,
         name: str,

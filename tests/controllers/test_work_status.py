@@ -92,6 +92,7 @@ async def test_unhealthy_then_healthy_and_entry_dropped_when_object_goes() -> No
         deploy = karmada_manifest(deployment("slow"), "slow", ids)
         cm = karmada_manifest(configmap("slow-config"), "slow", ids)
         await pair.create_work(karmada_work("slow", [deploy, cm], raw=True))
+        await pair.mark_applied("slow")
         await pair.member_client.create(CONFIGMAPS, cm)
         await pair.member_client.create(DEPLOYMENTS, deploy)
         first = await pair.wait_work("slow", lambda w: len(statuses(w)) == 2, "two statuses")
@@ -116,8 +117,8 @@ async def test_status_written_only_when_changed() -> None:
         await pair.wait_work("quiet", all_healthy(1))
         await pair.idle(pair.execution, pair.work_status)
         writes = pair.cp.accounting.counts(resource="works/status")
-        # Conditions once (execution) and manifest statuses once (workStatus).
-        assert writes == 2
+        # One write: conditions and the first manifest statuses together (execution).
+        assert writes == 1
         for _ in range(3):
             pair.work_status.queue.add("quiet")
             pair.execution.queue.add("quiet")
@@ -142,6 +143,7 @@ async def test_deleting_work_is_skipped() -> None:
         cm = karmada_manifest(configmap("bye"), "bye", ids)
         await pair.member_client.create(CONFIGMAPS, cm)
         await pair.create_work(karmada_work("bye", [cm], raw=True))
+        await pair.mark_applied("bye")
         await pair.wait_work("bye", lambda w: len(statuses(w)) == 1)
         await pair.karmada.delete(WORKS, "bye", namespace=EXEC_NS)  # finalizer keeps it
         await pair.wait_work("bye", lambda w: bool(w["metadata"].get("deletionTimestamp")))
@@ -158,3 +160,20 @@ def _cached(pair: Any, name: str) -> Any:
         return obj
 
     return probe
+
+
+async def test_waits_for_the_execution_controllers_first_report() -> None:
+    async with running_pair("workStatus") as pair:
+        assert pair.work_status is not None
+        ids = WorkIds()
+        cm = karmada_manifest(configmap("early"), "early", ids)
+        await pair.member_client.create(CONFIGMAPS, cm)
+        await pair.create_work(karmada_work("early", [cm], raw=True))
+        await pair.idle(pair.work_status)
+        # No Applied condition yet: the first manifestStatuses are the execution controller's
+        # to write, together with Applied.
+        assert statuses(await pair.get_work("early")) == []
+        assert pair.cp.accounting.counts(resource="works/status") == 0
+        await pair.mark_applied("early")
+        reported = await pair.wait_work("early", lambda w: len(statuses(w)) == 1)
+        assert statuses(reported)[0]["health"] == names.HEALTHY
