@@ -8,10 +8,12 @@ with the reason, as controller-runtime's readyz handler does for a failing check
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
+from http import HTTPStatus
 
-from aiohttp import web
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
@@ -21,40 +23,43 @@ log = logging.getLogger(__name__)
 
 # (ok, reason when not ok)
 ReadyCheck = Callable[[], tuple[bool, str]]
+# (status, content type, body)
+Answer = tuple[int, str, bytes]
+Route = Callable[[], Answer]
+
+TEXT = "text/plain; charset=utf-8"
+# A probe or scrape request is a request line and a few headers; anything longer, or slower
+# than this, is not one of them.
+MAX_REQUEST_HEAD = 16 * 1024
+REQUEST_TIMEOUT = 10.0
 
 
 class Endpoint:
-    """One aiohttp server on one address."""
+    """One HTTP/1.1 server on one address, for GET (and HEAD) of a few fixed paths.
 
-    def __init__(self, name: str, app: web.Application, address: BindAddress) -> None:
+    Probes and scrapes are one small GET each, so this is a plain asyncio server: it answers
+    one request per connection (`Connection: close`), which kubelet and Prometheus handle, and
+    keeps an HTTP framework out of the agent process."""
+
+    def __init__(self, name: str, routes: dict[str, Route], address: BindAddress) -> None:
         self.name = name
-        self._app = app
+        self._routes = routes
         self.address = address
-        self._runner: web.AppRunner | None = None
-        self._site: web.TCPSite | None = None
+        self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
-        await runner.setup()
         host = self.address.host or None  # None: every interface, as Go's ":port"
-        site = web.TCPSite(runner, host, self.address.port, reuse_address=True)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner, self._site = runner, site
+        self._server = await asyncio.start_server(
+            self._serve, host, self.address.port, reuse_address=True
+        )
         log.info("serving %s on %s", self.name, self.url)
 
     @property
     def port(self) -> int:
         """The bound port (useful when the configured port was 0)."""
-        if self._runner is None:
+        if self._server is None or not self._server.sockets:
             return self.address.port
-        for address in self._runner.addresses:
-            if isinstance(address, tuple) and len(address) >= 2:
-                return int(address[1])
-        return self.address.port
+        return int(self._server.sockets[0].getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -64,38 +69,80 @@ class Endpoint:
         return f"http://{host}:{self.port}"
 
     async def stop(self) -> None:
-        runner, self._runner = self._runner, None
-        if runner is not None:
-            await runner.cleanup()
+        server, self._server = self._server, None
+        if server is not None:
+            server.close()
+            await server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            try:
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), REQUEST_TIMEOUT)
+            except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+                return
+            if len(head) > MAX_REQUEST_HEAD:
+                return
+            method, path = _request_line(head)
+            status, content_type, body = self._answer(method, path)
+            reason = HTTPStatus(status).phrase
+            headers = (
+                f"HTTP/1.1 {status} {reason}\r\n"
+                f"Content-Type: {content_type}\r\n"
+                f"Content-Length: {len(body)}\r\n"
+                "Connection: close\r\n\r\n"
+            )
+            writer.write(headers.encode("latin-1") + (b"" if method == "HEAD" else body))
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    def _answer(self, method: str, path: str) -> Answer:
+        if not method:
+            return 400, TEXT, b"400 bad request\n"
+        route = self._routes.get(path.split("?", 1)[0])
+        if route is None:
+            return 404, TEXT, b"404 page not found\n"
+        if method not in ("GET", "HEAD"):
+            return 405, TEXT, b"405 method not allowed\n"
+        try:
+            return route()
+        except Exception:
+            log.exception("%s: handler for %s failed", self.name, path)
+            return 500, TEXT, b"internal error\n"
 
 
-def health_app(ready: ReadyCheck) -> web.Application:
-    async def healthz(_request: web.Request) -> web.Response:
-        return web.Response(text="ok")
+def _request_line(head: bytes) -> tuple[str, str]:
+    line = head.split(b"\r\n", 1)[0].decode("latin-1")
+    parts = line.split(" ")
+    if len(parts) != 3 or not parts[2].startswith("HTTP/"):
+        return "", ""
+    return parts[0], parts[1]
 
-    async def readyz(_request: web.Request) -> web.Response:
+
+def health_routes(ready: ReadyCheck) -> dict[str, Route]:
+    def healthz() -> Answer:
+        return 200, TEXT, b"ok"
+
+    def readyz() -> Answer:
         ok, reason = ready()
         if ok:
-            return web.Response(text="ok")
-        return web.Response(status=500, text=f"[-]ready failed: {reason}\nreadyz check failed\n")
+            return 200, TEXT, b"ok"
+        return 500, TEXT, f"[-]ready failed: {reason}\nreadyz check failed\n".encode()
 
-    app = web.Application()
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/healthz/ping", healthz)
-    app.router.add_get("/readyz", readyz)
-    return app
+    return {"/healthz": healthz, "/healthz/ping": healthz, "/readyz": readyz}
 
 
-def metrics_app(registry: CollectorRegistry) -> web.Application:
+def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
     # The classic text format's content type: every Prometheus version parses it (newer
     # prometheus_client defaults to version=1.0.0, which older scrapers do not know).
-    async def metrics(_request: web.Request) -> web.Response:
-        body = generate_latest(registry)
-        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_PLAIN_0_0_4})
+    def metrics() -> Answer:
+        return 200, CONTENT_TYPE_PLAIN_0_0_4, generate_latest(registry)
 
-    app = web.Application()
-    app.router.add_get("/metrics", metrics)
-    return app
+    return {"/metrics": metrics}
 
 
 class Serving:
@@ -110,12 +157,12 @@ class Serving:
         ready: ReadyCheck,
     ) -> None:
         self.health: Endpoint | None = (
-            Endpoint("health probes", health_app(ready), health_address)
+            Endpoint("health probes", health_routes(ready), health_address)
             if health_address is not None
             else None
         )
         self.metrics: Endpoint | None = (
-            Endpoint("metrics", metrics_app(registry), metrics_address)
+            Endpoint("metrics", metrics_routes(registry), metrics_address)
             if metrics_address is not None
             else None
         )

@@ -1,20 +1,26 @@
 """The agent's main job under load: Work -> applied latency, throughput and footprint.
 
-    python -m bench.agent_latency [--works 200] [--rate 0] [--agent-arg=--kube-api-qps=100 ...]
-                                  [--out FILE]
+    python -m bench.agent_latency [--works 200] [--rate 0] [--lifted] [--idle-seconds 60]
+                                  [--agent-arg=--kube-api-qps=100 ...] [--out FILE]
 
-Starts an emulated control plane and member (in this process) and the real agent as a
-separate process (`python -m agent`), creates Works the way the control plane does
-(one Deployment or ConfigMap each), and measures for every Work the time from its
-creation to Applied=True as seen through a watch, plus the agent process's resident
-memory and CPU time (from /proc) at idle and after the load. Prints a table and writes
-JSON (default bench/results/agent_latency.json).
+Starts an emulated control plane and member, each in a process of its own
+(bench.emulators), and the real agent as a third process (`python -m agent`). Once the
+Cluster is Ready and the agent idle, it measures the agent's requests to each side over
+`--idle-seconds`; then creates Works the way the control plane does (one Deployment or
+ConfigMap each, all at once or at `--rate` per second) and measures for every Work the time
+from its creation to Applied=True as seen through a watch. Reported: Works/s, latency
+p50/p95/max, the agent's CPU per Work and resident memory (from /proc) idle and after, its
+requests per Work and idle requests per minute on each side by verb and resource (from the
+emulators' request accounting, the agent having an identity of its own), and its established
+TCP connections to each API server. `--lifted` lifts the client-side limits (QPS 1000, burst
+2000 on both sides). Prints a table and writes JSON (default bench/results/agent_latency.json).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import platform
 import statistics
@@ -28,9 +34,9 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
-from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
+from .emulators import EmulatorProcess, emulator_process
 from .report import report
 
 CLUSTER = "member1"
@@ -40,6 +46,10 @@ CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 NAMESPACE = "bench"
 AGENT_USER = "karmada-agent-bench"
 JSON = dict[str, Any]
+LIFTED_LIMITS = (
+    "--kube-api-qps=1000", "--kube-api-burst=2000",
+    "--cluster-api-qps=1000", "--cluster-api-burst=2000",
+)  # fmt: skip
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -53,6 +63,26 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
+
+
+def tcp_connections(pid: int, port: int) -> int:
+    """Established TCP connections of process `pid` to `port` (on this host)."""
+    inodes = set()
+    fd_dir = Path(f"/proc/{pid}/fd")
+    for fd in fd_dir.iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    count = 0
+    for table in ("tcp", "tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/net/{table}") as f:
+            for line in f.readlines()[1:]:
+                fields = line.split()
+                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and remote_port == port and fields[9] in inodes:
+                    count += 1
+    return count
 
 
 def manifest(i: int) -> JSON:
@@ -94,30 +124,29 @@ async def wait_until(check: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
 
 
-async def run(works: int, rate: float, agent_args: list[str]) -> JSON:
+async def run(
+    works: int, rate: float, agent_args: list[str], idle_seconds: float, profile: str = ""
+) -> JSON:
     directory = Path(tempfile.mkdtemp(prefix="agent-bench-"))
     async with (
-        run_emulator(profile="karmada", name="karmada") as cp,
-        run_emulator(profile="member", name=CLUSTER) as member,
+        emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
+        emulator_process("member", CLUSTER, directory, client_user=AGENT_USER) as member,
     ):
-        karmada_kc = cp.write_kubeconfig(directory / "karmada")
-        # The agent gets an identity of its own so its requests can be counted.
-        agent_kc = cp.write_kubeconfig(
-            directory / "karmada-agent", user=AGENT_USER, groups=["system:masters"]
-        )
-        member_kc = member.write_kubeconfig(directory / "member")
         log = (directory / "agent.log").open("wb")
+        profiler = ["-m", "cProfile", "-o", profile] if profile else []
         agent = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent",
-            f"--karmada-kubeconfig={agent_kc}", f"--kubeconfig={member_kc}",
+            sys.executable, *profiler, "-m", "agent",
+            f"--karmada-kubeconfig={cp.client_kubeconfig}",
+            f"--kubeconfig={member.client_kubeconfig}",
             f"--cluster-name={CLUSTER}", "--leader-elect=false",
             "--metrics-bind-address=0", "--health-probe-bind-address=0",
             *agent_args,
             stdout=log, stderr=log,
         )  # fmt: skip
-        config = await load_kubeconfig(str(karmada_kc), user_agent="bench")
+        config = await load_kubeconfig(str(cp.admin_kubeconfig), user_agent="bench")
         # The benchmark itself must not be the bottleneck: no client-side rate limit.
         client = KubeClient(Transport(config.with_rate_limits(0, 0)))
+        sides = {"control_plane": cp, "member": member}
         try:
 
             async def ready() -> bool:
@@ -134,7 +163,17 @@ async def run(works: int, rate: float, agent_args: list[str]) -> JSON:
             await wait_until(ready, 60, "Cluster Ready")
             registered_in = time.monotonic() - started
             await wait_until(_settled_factory(agent.pid), 30, "agent idle")
-            idle_rss, idle_cpu = rss_mib(agent.pid), cpu_seconds(agent.pid)
+            idle_rss = rss_mib(agent.pid)
+            # Idle: what the agent asks of each side over a quiet window.
+            idle_before = {side: await _requests(emu) for side, emu in sides.items()}
+            await asyncio.sleep(idle_seconds)  # the measurement window itself
+            idle_per_minute = {
+                side: _per(_delta(await _requests(emu), idle_before[side]), idle_seconds / 60)
+                for side, emu in sides.items()
+            }
+            idle_connections = {
+                side: tcp_connections(agent.pid, emu.port) for side, emu in sides.items()
+            }
             await client.create(
                 WORKS,
                 control_plane_work(
@@ -146,7 +185,9 @@ async def run(works: int, rate: float, agent_args: list[str]) -> JSON:
             created: dict[str, float] = {}
             done: dict[str, float] = {}
             watcher = asyncio.create_task(_watch_applied(client, done))
-            before = _requests_by_kind(cp.accounting.rows(user=AGENT_USER))
+            await wait_until(_contains(done, "bench-ns"), 30, "namespace Work applied")
+            before = {side: await _requests(emu) for side, emu in sides.items()}
+            idle_cpu = cpu_seconds(agent.pid)
             load_started = time.monotonic()
             for i in range(works):
                 name = f"bench-{i}"
@@ -161,17 +202,21 @@ async def run(works: int, rate: float, agent_args: list[str]) -> JSON:
             async def all_applied() -> bool:
                 return all(name in done for name in created)
 
-            await wait_until(all_applied, 120, "every Work applied")
+            await wait_until(all_applied, 300, "every Work applied")
             load_seconds = time.monotonic() - load_started
             watcher.cancel()
-            peak_rss = rss_mib(agent.pid)
+            # Status and Events of the last Works may still be on their way: settle first.
+            await wait_until(_settled_factory(agent.pid), 60, "agent idle after the load")
+            await wait_until(_requests_settled(sides), 120, "agent's requests settled")
+            after_rss = rss_mib(agent.pid)
             load_cpu = cpu_seconds(agent.pid) - idle_cpu
             latencies = sorted(done[n] - created[n] for n in created)
-            after = _requests_by_kind(cp.accounting.rows(user=AGENT_USER))
             per_work = {
-                kind: round((count - before.get(kind, 0)) / works, 2)
-                for kind, count in sorted(after.items())
-                if count - before.get(kind, 0) > 0
+                side: _per(_delta(await _requests(emu), before[side]), works)
+                for side, emu in sides.items()
+            }
+            connections = {
+                side: tcp_connections(agent.pid, emu.port) for side, emu in sides.items()
             }
         finally:
             agent.terminate()
@@ -182,25 +227,70 @@ async def run(works: int, rate: float, agent_args: list[str]) -> JSON:
         "works": works,
         "arrival_rate_per_second": rate or "as fast as possible",
         "agent_args": " ".join(agent_args),
-        "registered_ready_seconds": round(registered_in, 3),
+        "ready_after_start_seconds": round(registered_in, 2),
+        "works_per_second": round(works / load_seconds, 1),
         "latency_p50_ms": round(statistics.median(latencies) * 1000, 1),
         "latency_p95_ms": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 1),
         "latency_max_ms": round(latencies[-1] * 1000, 1),
-        "works_per_second": round(works / load_seconds, 1),
+        "agent_cpu_ms_per_work": round(load_cpu / works * 1000, 1),
         "agent_rss_idle_mib": round(idle_rss, 1),
-        "agent_rss_after_load_mib": round(peak_rss, 1),
-        "agent_cpu_seconds_for_load": round(load_cpu, 2),
-        "control_plane_requests_per_work": per_work,
+        "agent_rss_after_load_mib": round(after_rss, 1),
+        "control_plane_requests_per_work": per_work["control_plane"],
+        "member_requests_per_work": per_work["member"],
+        "idle_seconds_measured": idle_seconds,
+        "idle_control_plane_requests_per_minute": idle_per_minute["control_plane"],
+        "idle_member_requests_per_minute": idle_per_minute["member"],
+        "tcp_connections_idle": idle_connections,
+        "tcp_connections_after_load": connections,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
     }
 
 
-def _requests_by_kind(rows: list[JSON]) -> dict[str, int]:
+async def _requests(emu: EmulatorProcess) -> dict[str, int]:
+    """The agent's requests so far by verb and resource[/subresource] (or path)."""
     totals: dict[str, int] = {}
-    for row in rows:
-        kind = f"{row['verb']} {row.get('resource') or row.get('path', '')}"
+    for row in await emu.requests():
+        what = row.get("path") or row.get("resource", "")
+        if row.get("subresource"):
+            what += "/" + row["subresource"]
+        kind = f"{row['verb']} {what}"
         totals[kind] = totals.get(kind, 0) + int(row["count"])
     return totals
+
+
+def _delta(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0) > 0}
+
+
+def _per(counts: dict[str, int], divisor: float) -> JSON:
+    """{"total": ..., "<verb> <resource>": ...} divided by `divisor`, largest first."""
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return {
+        "total": round(sum(counts.values()) / divisor, 2),
+        **{kind: round(n / divisor, 2) for kind, n in ordered},
+    }
+
+
+def _requests_settled(sides: dict[str, EmulatorProcess]) -> Any:
+    """True once the agent's request counts on every side stayed the same over a second (the
+    Events of the last Works go out on their own budget, after Applied)."""
+    last: list[list[dict[str, int]]] = [[]]
+
+    async def settled() -> bool:
+        await asyncio.sleep(1.0)  # sampling window for the request counts, not synchronisation
+        now = [await _requests(emu) for emu in sides.values()]
+        quiet = now == last[0]
+        last[0] = now
+        return quiet
+
+    return settled
+
+
+def _contains(done: dict[str, float], name: str) -> Any:
+    async def check() -> bool:
+        return name in done
+
+    return check
 
 
 def _settled_factory(pid: int) -> Any:
@@ -233,9 +323,21 @@ def main(argv: list[str] | None = None) -> int:
         "--rate", type=float, default=0.0, help="Works created per second (0: all at once)"
     )
     parser.add_argument("--agent-arg", action="append", default=[], help="extra agent flag")
+    parser.add_argument(
+        "--lifted",
+        action="store_true",
+        help="lift the agent's client-side limits: " + " ".join(LIFTED_LIMITS),
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=60.0, help="window for the idle request rates"
+    )
+    parser.add_argument(
+        "--profile", default="", help="run the agent under cProfile, writing stats to this file"
+    )
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args(argv)
-    result = asyncio.run(run(args.works, args.rate, args.agent_arg))
+    agent_args = [*(LIFTED_LIMITS if args.lifted else ()), *args.agent_arg]
+    result = asyncio.run(run(args.works, args.rate, agent_args, args.idle_seconds, args.profile))
     report(result, args.out)
     return 0
 

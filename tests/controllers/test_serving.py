@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import httpx
 import pytest
 from prometheus_client import CollectorRegistry
@@ -84,3 +86,40 @@ async def test_port_in_use_is_an_error() -> None:
             await second.start()
     finally:
         await first.stop()
+
+
+async def _raw(port: int, request: bytes) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(request)
+    await writer.drain()
+    answer = await asyncio.wait_for(reader.read(), 5)
+    writer.close()
+    await writer.wait_closed()
+    return answer
+
+
+async def test_methods_head_and_malformed_requests() -> None:
+    serving = Serving(
+        health_address=BindAddress("127.0.0.1", 0),
+        metrics_address=None,
+        registry=CollectorRegistry(),
+        ready=lambda: (True, ""),
+    )
+    await serving.start()
+    try:
+        assert serving.health is not None
+        port = serving.health.port
+        answer = await _raw(port, b"POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 405 Method Not Allowed\r\n")
+        answer = await _raw(port, b"HEAD /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 200 OK\r\n")
+        assert b"Content-Length: 2\r\n" in answer
+        assert answer.endswith(b"\r\n\r\n")  # no body for HEAD
+        answer = await _raw(port, b"GET /readyz?verbose HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert answer.endswith(b"\r\n\r\nok")
+        # Not HTTP: 400, and the server keeps serving.
+        assert (await _raw(port, b"hello\r\n\r\n")).startswith(b"HTTP/1.1 400 Bad Request\r\n")
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"http://127.0.0.1:{port}/healthz")).text == "ok"
+    finally:
+        await serving.stop()
