@@ -1,8 +1,12 @@
 """Client configuration: kubeconfig, exec plugins and in-cluster config -> our `ClientConfig`.
 
-All parsing is delegated to the `kubernetes` package (contexts, KUBECONFIG merging, exec plugins,
-tokens, client certificates, insecure-skip-tls-verify, tls-server-name, proxy-url). Its calls are
-blocking and untyped, so they are confined to this module and run in `asyncio.to_thread`.
+Kubeconfigs whose user has a certificate, a token, a token file or a password, and the pod's
+in-cluster config, are read directly (agent.kube.kubeconfig): the `kubernetes` package imports
+every API model, about 20 MiB that an agent on a small node should not carry for that. Users
+with an exec plugin or an auth-provider are loaded by the `kubernetes` package (contexts,
+KUBECONFIG merging, plugins, tokens, certificates, insecure-skip-tls-verify, tls-server-name,
+proxy-url), imported only then; its calls are blocking and untyped, so they are confined to this
+module and run in `asyncio.to_thread`.
 """
 # mypy: disallow-untyped-calls=False
 
@@ -19,6 +23,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from agent.kube.errors import KubeError
+from agent.kube.kubeconfig import (
+    CredentialPluginNeededError,
+    Credentials,
+    KubeconfigError,
+    basic_authorization,
+    credentials,
+    merge,
+    parse,
+)
 
 DEFAULT_USER_AGENT = "karmada-agent/python"
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -84,6 +97,44 @@ class ClientConfig:
     @property
     def uses_client_certificate(self) -> bool:
         return self.client_cert_pem is not None and self.client_key_pem is not None
+
+
+class FileToken:
+    """A bearer token from a file, read again at most every `reread_seconds` (client-go's
+    cached token file source: one minute) and at once after a 401, so a rotated ServiceAccount
+    token or a rewritten tokenFile is used without a restart."""
+
+    def __init__(self, path: str, *, reread_seconds: float = 60.0) -> None:
+        self.path = path
+        self._reread_seconds = reread_seconds
+        self._value: str | None = None
+        self._read_at = float("-inf")
+
+    def read_now(self) -> str | None:
+        """Read the file now (blocking); the Authorization value, or None for an empty file."""
+        self._read()
+        return self._value
+
+    def _read(self) -> None:
+        try:
+            token = Path(self.path).read_text().strip()
+        except OSError as exc:
+            if self._value is None:
+                raise ConfigError(f"token file {self.path}: {exc.strerror or exc}") from exc
+            return  # keep the last good token, as client-go does
+        self._value = _normalize_authorization(token) if token else None
+        self._read_at = time.monotonic()
+
+    async def authorization(self) -> str | None:
+        if time.monotonic() - self._read_at >= self._reread_seconds:
+            await asyncio.to_thread(self._read)
+        return self._value
+
+    async def refresh(self) -> None:
+        await asyncio.to_thread(self._read)
+
+    def __repr__(self) -> str:
+        return f"FileToken({self.path!r})"
 
 
 def _normalize_authorization(value: str) -> str:
@@ -185,6 +236,68 @@ def _from_configuration(
     )
 
 
+def _from_credentials(creds: Credentials, *, user_agent: str, source: str) -> ClientConfig:
+    token_source: TokenSource | None = None
+    if creds.token_file:
+        token_source = FileToken(creds.token_file)
+    elif creds.token:
+        token_source = StaticToken(creds.token)
+    elif creds.basic is not None:
+        token_source = StaticToken(basic_authorization(*creds.basic))
+    return ClientConfig(
+        host=creds.host,
+        ca_pem=creds.ca_pem,
+        client_cert_pem=creds.client_cert_pem,
+        client_key_pem=creds.client_key_pem,
+        token_source=token_source,
+        verify=creds.verify,
+        tls_server_name=creds.tls_server_name,
+        proxy_url=creds.proxy_url,
+        user_agent=user_agent,
+        source=source,
+    )
+
+
+def _kubeconfig_files(path: str | None) -> list[str]:
+    """clientcmd's loading rules: the given file (which must exist), else the existing files
+    of KUBECONFIG, else ~/.kube/config."""
+    if path:
+        return [path]
+    listed = os.environ.get("KUBECONFIG", "")
+    if listed:
+        files = [f for f in listed.split(os.pathsep) if f and os.path.exists(f)]
+        if files:
+            return files
+    return [os.path.expanduser("~/.kube/config")]
+
+
+def _read_kubeconfig_sync(path: str | None, context: str | None) -> Credentials:
+    documents = []
+    for file in _kubeconfig_files(path):
+        try:
+            text = Path(file).read_text()
+        except OSError as exc:
+            raise ConfigError(f"kubeconfig {file}: {exc.strerror or exc}") from exc
+        try:
+            documents.append((parse(text), Path(file).resolve().parent))
+        except KubeconfigError as exc:
+            raise ConfigError(f"kubeconfig {file}: {exc}") from exc
+    where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
+    try:
+        return credentials(merge(documents), context)
+    except KubeconfigError as exc:
+        raise ConfigError(f"kubeconfig {where}: {exc}") from exc
+
+
+def _read_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Credentials:
+    if not isinstance(data, dict):
+        raise ConfigError("kubeconfig: not a kubeconfig (expected a mapping)")
+    try:
+        return credentials(merge([(data, None)]), context)
+    except KubeconfigError as exc:
+        raise ConfigError(f"kubeconfig: {exc}") from exc
+
+
 def _kubeconfig_errors() -> tuple[type[BaseException], ...]:
     """What kubernetes.config raises for a kubeconfig that is unreadable, not YAML, or not
     shaped like a kubeconfig; each becomes a ConfigError naming the file."""
@@ -230,17 +343,6 @@ def _load_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Any
     return configuration
 
 
-def _load_incluster_sync() -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    try:
-        config.load_incluster_config(client_configuration=configuration, try_refresh_token=True)
-    except (config.ConfigException, OSError) as exc:
-        raise ConfigError(f"in-cluster config: {exc}") from exc
-    return configuration
-
-
 async def load_kubeconfig(
     path: str | None = None,
     context: str | None = None,
@@ -248,9 +350,15 @@ async def load_kubeconfig(
     user_agent: str = DEFAULT_USER_AGENT,
 ) -> ClientConfig:
     """A kubeconfig file (or the KUBECONFIG list, or ~/.kube/config when path is None)."""
-    configuration = await asyncio.to_thread(_load_kubeconfig_sync, path, context)
     where = path or os.environ.get("KUBECONFIG") or "~/.kube/config"
     source = f"kubeconfig {where}" + (f" context {context}" if context else "")
+    try:
+        creds = await asyncio.to_thread(_read_kubeconfig_sync, path, context)
+    except CredentialPluginNeededError:
+        pass
+    else:
+        return _from_credentials(creds, user_agent=user_agent, source=source)
+    configuration = await asyncio.to_thread(_load_kubeconfig_sync, path, context)
     return _from_configuration(
         configuration,
         lambda: _load_kubeconfig_sync(path, context),
@@ -266,6 +374,12 @@ async def load_kubeconfig_dict(
     user_agent: str = DEFAULT_USER_AGENT,
 ) -> ClientConfig:
     """A kubeconfig already parsed (e.g. read from a Secret)."""
+    try:
+        creds = await asyncio.to_thread(_read_kubeconfig_dict_sync, data, context)
+    except CredentialPluginNeededError:
+        pass
+    else:
+        return _from_credentials(creds, user_agent=user_agent, source="kubeconfig (inline)")
     configuration = await asyncio.to_thread(_load_kubeconfig_dict_sync, data, context)
     return _from_configuration(
         configuration,
@@ -281,11 +395,36 @@ def in_cluster_available() -> bool:
     )
 
 
-async def load_incluster(*, user_agent: str = DEFAULT_USER_AGENT) -> ClientConfig:
+def _incluster_sync(directory: Path) -> tuple[str, bytes, FileToken]:
+    host = os.environ.get("KUBERNETES_SERVICE_HOST", "")
+    port = os.environ.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port:
+        raise ConfigError(
+            "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT not set"
+        )
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        ca_pem = (directory / "ca.crt").read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"in-cluster config: {exc.strerror or exc}: ca.crt") from exc
+    token = FileToken(str(directory / "token"))
+    try:
+        value = token.read_now()
+    except ConfigError as exc:
+        raise ConfigError(f"in-cluster config: {exc}") from exc
+    if value is None:
+        raise ConfigError("in-cluster config: the ServiceAccount token file is empty")
+    return f"https://{host}:{port}", ca_pem, token
+
+
+async def load_incluster(
+    *, user_agent: str = DEFAULT_USER_AGENT, directory: Path = SERVICE_ACCOUNT_DIR
+) -> ClientConfig:
     """The pod's ServiceAccount; the token file is re-read so bound-token rotation works."""
-    configuration = await asyncio.to_thread(_load_incluster_sync)
-    return _from_configuration(
-        configuration, _load_incluster_sync, user_agent=user_agent, source="in-cluster"
+    host, ca_pem, token = await asyncio.to_thread(_incluster_sync, directory)
+    return ClientConfig(
+        host=host, ca_pem=ca_pem, token_source=token, user_agent=user_agent, source="in-cluster"
     )
 
 
@@ -308,7 +447,20 @@ async def load_client_config(
 
 
 def tcp_keepalive_socket_options() -> list[tuple[int, int, int]]:
-    """client-go's dialer keepalive (30 s idle, 15 s interval, 9 probes), for the transport."""
-    from kubernetes.utils.keepalive import tcp_keepalive_socket_options as options
+    """No Nagle, and client-go's dialer keepalive: Go folds its 30 s keepalive into the idle
+    time and keeps its defaults of 15 s between probes and 9 probes."""
+    import socket
 
-    return [(int(a), int(b), int(c)) for a, b, c in options()]
+    options = [
+        (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1),
+        (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    ]
+    if hasattr(socket, "TCP_KEEPIDLE"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30))
+    elif hasattr(socket, "TCP_KEEPALIVE"):  # macOS spells the idle time this way
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPALIVE, 30))
+    if hasattr(socket, "TCP_KEEPINTVL"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 15))
+    if hasattr(socket, "TCP_KEEPCNT"):
+        options.append((socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 9))
+    return options

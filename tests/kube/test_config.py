@@ -3,6 +3,7 @@ from __future__ import annotations
 import base64
 import os
 import stat
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ import yaml
 from agent.kube.config import (
     ConfigError,
     load_client_config,
+    load_incluster,
     load_kubeconfig,
+    load_kubeconfig_dict,
     tcp_keepalive_socket_options,
 )
 from tests.kube.pki import make_pki
@@ -145,3 +148,119 @@ async def test_malformed_kubeconfig_is_a_config_error_naming_the_file(
     path.write_text(content)
     with pytest.raises(ConfigError, match=str(path)):
         await load_kubeconfig(str(path))
+
+
+async def test_kubeconfig_list_first_definition_wins_and_paths_are_relative_to_their_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pki = make_pki()
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    (second / "ca.crt").write_bytes(pki.ca_pem)
+    (second / "token").write_text("from-file\n")
+    (first / "kc").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "main",
+                "contexts": [{"name": "main", "context": {"cluster": "c", "user": "u"}}],
+                "users": [{"name": "u", "user": {"tokenFile": "token"}}],
+            }
+        )
+    )
+    (second / "kc").write_text(
+        yaml.safe_dump(
+            {
+                "current-context": "ignored",
+                "clusters": [
+                    {
+                        "name": "c",
+                        "cluster": {"server": "https://b:6443", "certificate-authority": "ca.crt"},
+                    }
+                ],
+                # Defined first in a/kc: this one is ignored, and its relative path with it.
+                "users": [{"name": "u", "user": {"token": "not-this"}}],
+            }
+        )
+    )
+    missing = tmp_path / "missing"
+    monkeypatch.setenv(
+        "KUBECONFIG", os.pathsep.join([str(missing), str(first / "kc"), str(second / "kc")])
+    )
+    cfg = await load_kubeconfig()
+    assert cfg.host == "https://b:6443"
+    assert cfg.ca_pem == pki.ca_pem
+    assert cfg.token_source is not None
+    # a/kc's tokenFile is relative to a/, where no token file exists.
+    with pytest.raises(ConfigError, match="token"):
+        await cfg.token_source.authorization()
+    (first / "token").write_text("abc\n")
+    await cfg.token_source.refresh()
+    assert await cfg.token_source.authorization() == "Bearer abc"
+    (first / "token").write_text("rotated\n")
+    await cfg.token_source.refresh()  # what the transport does after a 401
+    assert await cfg.token_source.authorization() == "Bearer rotated"
+
+
+async def test_basic_auth_and_inline_documents() -> None:
+    cfg = await load_kubeconfig_dict(
+        {
+            "current-context": "x",
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            "clusters": [{"name": "c", "cluster": {"server": "https://api:6443"}}],
+            "users": [{"name": "u", "user": {"username": "admin", "password": "s3cret"}}],
+        }
+    )
+    assert cfg.token_source is not None
+    value = await cfg.token_source.authorization()
+    assert value == "Basic " + b64(b"admin:s3cret")
+    with pytest.raises(ConfigError, match="cluster"):
+        await load_kubeconfig_dict(
+            {"current-context": "x", "contexts": [{"name": "x", "context": {"cluster": "none"}}]}
+        )
+
+
+async def test_in_cluster_reads_the_service_account_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pki = make_pki()
+    (tmp_path / "ca.crt").write_bytes(pki.ca_pem)
+    (tmp_path / "token").write_text("sa-token")
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
+    cfg = await load_incluster(directory=tmp_path)
+    assert cfg.host == "https://[fd00::1]:443"
+    assert cfg.ca_pem == pki.ca_pem
+    assert cfg.token_source is not None
+    assert await cfg.token_source.authorization() == "Bearer sa-token"
+    (tmp_path / "token").write_text("rotated")
+    await cfg.token_source.refresh()
+    assert await cfg.token_source.authorization() == "Bearer rotated"
+    (tmp_path / "token").unlink()
+    with pytest.raises(ConfigError, match="in-cluster"):
+        await load_incluster(directory=tmp_path)
+
+
+def test_the_agent_process_imports_neither_kubernetes_nor_aiohttp(tmp_path: Path) -> None:
+    """Memory: an agent with a certificate or token kubeconfig never imports the kubernetes
+    package (every API model) nor an HTTP server framework."""
+    pki = make_pki()
+    path = kubeconfig(
+        tmp_path / "kc",
+        {"client-certificate-data": b64(pki.cert_pem), "client-key-data": b64(pki.key_pem)},
+        {"server": "https://api:6443", "certificate-authority-data": b64(pki.ca_pem)},
+    )
+    script = (
+        "import asyncio, sys\n"
+        "import agent.app, agent.cli\n"
+        "from agent.kube.config import load_kubeconfig\n"
+        "from agent.kube.transport import Transport\n"
+        f"config = asyncio.run(load_kubeconfig({path!r}))\n"
+        "Transport(config)\n"
+        "loaded = sorted({m.split('.')[0] for m in sys.modules} & {'kubernetes', 'aiohttp'})\n"
+        "print(','.join(loaded))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert result.stdout.strip() == ""
