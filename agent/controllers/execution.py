@@ -346,11 +346,14 @@ class ExecutionController(WorkController):
         return manifest.namespace
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
-        """The member object: from the cache of Karmada's objects, else a live GET (the cache
-        does not hold objects without `karmada.io/managed=true`)."""
+        """The member object: from the cache of Karmada's objects; None without a request when
+        the caches know no object of that name; else a live GET (an object without
+        `karmada.io/managed=true` is known by name only)."""
         cached, _ = self.ctx.member_objects.get(gvr, namespace, name)
         if cached is not None:
             return cached
+        if self.ctx.member_objects.known_absent(gvr, namespace, name):
+            return None
         try:
             return await self.ctx.member.get(gvr, name, namespace=namespace or None)
         except NotFoundError:

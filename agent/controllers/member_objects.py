@@ -2,9 +2,10 @@
 
 Each Reflector covers all namespaces but only objects labelled `karmada.io/managed=true`, so
 memory grows with what Karmada put on the member, not with the member's size (upstream's
-informers cache every object of a type). The price: an object outside the selector (say a
-pre-existing, unmanaged one that a manifest would collide with) is never in the cache, so
-callers do a live GET when `get` says the cache does not know.
+informers cache every object of a type). Beside it, a second list+watch of the same type keeps
+only the names of the other objects (`karmada.io/managed!=true`), so that "does an object we
+may not take over exist under this name?" is answered from memory too (`known_absent`): an
+apply needs no GET before it. Until both have synced, callers do a live GET.
 
 A watch with a label selector reports an object that stops matching (its label removed) as
 DELETED, which is exactly what a subscriber interested in Karmada's objects wants to hear.
@@ -33,6 +34,14 @@ JsonDict = dict[str, Any]
 MemberEventHandler = Callable[[str, GVR, JsonDict], None]
 
 MANAGED_SELECTOR = f"{names.MANAGED_LABEL}=true"
+# Every other object (label absent or not "true"): only their names are kept.
+OTHERS_SELECTOR = f"{names.MANAGED_LABEL}!=true"
+
+
+def name_only(obj: JsonDict) -> JsonDict:
+    meta = obj.get("metadata") or {}
+    keep = ("name", "namespace", "resourceVersion")
+    return {"metadata": {k: meta[k] for k in keep if k in meta}}
 
 
 def typed_transform(api_version: str, kind: str) -> Callable[[JsonDict], JsonDict]:
@@ -61,13 +70,17 @@ class MemberObjects:
         options: Options | None = None,
         *,
         label_selector: str = MANAGED_SELECTOR,
+        others_selector: str | None = OTHERS_SELECTOR,
     ) -> None:
         self.client = client
         self.mapper = mapper
         self.options = options or Options()
         self.label_selector = label_selector
+        # The complement of `label_selector` (None: no name cache, always GET).
+        self.others_selector = others_selector
         self._reflectors: dict[GVR, Reflector] = {}
-        self._tasks: dict[GVR, asyncio.Task[None]] = {}
+        self._others: dict[GVR, Reflector] = {}
+        self._tasks: dict[GVR, list[asyncio.Task[None]]] = {}
         self._subscribers: list[MemberEventHandler] = []
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -77,7 +90,7 @@ class MemberObjects:
 
     async def stop(self) -> None:
         """Stop every watch and forget the caches (a later `ensure` starts afresh)."""
-        tasks = list(self._tasks.values())
+        tasks = [task for group in self._tasks.values() for task in group]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -85,6 +98,7 @@ class MemberObjects:
                 await task
         self._tasks.clear()
         self._reflectors.clear()
+        self._others.clear()
 
     # --- watches -------------------------------------------------------------------------------
 
@@ -108,9 +122,20 @@ class MemberObjects:
             )
         )
         self._reflectors[gvr] = reflector
-        self._tasks[gvr] = asyncio.get_running_loop().create_task(
-            reflector.run(), name=f"member watch {gvr}"
-        )
+        loop = asyncio.get_running_loop()
+        self._tasks[gvr] = [loop.create_task(reflector.run(), name=f"member watch {gvr}")]
+        if self.others_selector is not None:
+            others = Reflector(
+                self.client,
+                gvr,
+                label_selector=self.others_selector,
+                transform=name_only,
+                name=f"member {gvr} names",
+            )
+            self._others[gvr] = others
+            self._tasks[gvr].append(
+                loop.create_task(others.run(), name=f"member watch {gvr} names")
+            )
         log.info("watching member objects", resource=str(gvr), selector=self.label_selector)
 
     @property
@@ -138,6 +163,18 @@ class MemberObjects:
         if reflector is None or not reflector.has_synced:
             return None, False
         return reflector.store.get_by(namespace or None, name), True
+
+    def known_absent(self, gvr: GVR, namespace: str | None, name: str) -> bool:
+        """True when both caches of `gvr` have synced and neither holds `namespace/name`: no
+        such object exists (as far as the watches have told), so nothing needs a GET."""
+        managed = self._reflectors.get(gvr)
+        others = self._others.get(gvr)
+        if managed is None or others is None or not (managed.has_synced and others.has_synced):
+            return False
+        key_ns = namespace or None
+        return (
+            managed.store.get_by(key_ns, name) is None and others.store.get_by(key_ns, name) is None
+        )
 
     def list(self, gvr: GVR, namespace: str | None = None) -> list[JsonDict]:
         reflector = self._reflectors.get(gvr)

@@ -313,3 +313,27 @@ async def test_status_only_changes_are_not_taken_for_drift() -> None:
         await pair.idle(pair.execution)
 
         assert pair.member.accounting.counts(verb="patch", resource="deployments") == patches + 1
+
+
+async def test_no_get_before_apply_once_the_caches_know_every_name() -> None:
+    async with running_pair("execution") as pair:
+        objects = pair.ctx.member_objects
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", APPLIED_OK)
+
+        async def absent(name: str) -> bool:
+            return objects.known_absent(CONFIGMAPS, "default", name)
+
+        await eventually(lambda: absent("second"), bool, what="configmap caches synced")
+        pair.member.accounting.reset()
+        await pair.create_work(karmada_work("second", [configmap("second")]))
+        await pair.wait_work("second", APPLIED_OK)
+        assert pair.member.accounting.counts(verb="get", resource="configmaps") == 0
+        assert pair.member.accounting.counts(verb="patch", resource="configmaps") == 1
+        # An object that is not Karmada's, created after the caches synced, is known by name:
+        # the ownership guard still refuses it (after one GET to look at it).
+        await pair.member_client.create(CONFIGMAPS, configmap("late", data={"owner": "them"}))
+        await eventually(lambda: absent("late"), lambda known: not known, what="late seen")
+        await pair.create_work(karmada_work("late", [configmap("late", data={"owner": "us"})]))
+        await pair.wait_work("late", APPLIED_FAILED, "Applied=False")
+        assert (await pair.get_member(CONFIGMAPS, "late"))["data"] == {"owner": "them"}

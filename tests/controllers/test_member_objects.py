@@ -62,7 +62,17 @@ async def test_caches_only_managed_objects_and_reports_changes() -> None:
             )
             assert objects.get(CONFIGMAPS, "default", "after") == (None, True)
             assert not any(name == "unmanaged" for _, name in seen)
-            assert emu.accounting.watches_opened(resource="configmaps") == 1
+            # One watch of Karmada's objects and one of the other objects' names, per type.
+            assert emu.accounting.watches_opened(resource="configmaps") == 2
+            # Ownership without a GET: unmanaged objects are known by name, so only a name
+            # that no object has is known to be absent; "after" lost its label, so it is
+            # known by name now.
+            await eventually(
+                _absent(objects, "after"), lambda absent: not absent, what="after known by name"
+            )
+            assert not objects.known_absent(CONFIGMAPS, "default", "unmanaged")
+            assert objects.known_absent(CONFIGMAPS, "default", "no-such-object")
+            assert not objects.known_absent(CONFIGMAPS, "default", "before")
 
             # A late subscriber gets what is cached replayed as ADDED.
             late: list[str] = []
@@ -99,5 +109,12 @@ async def test_a_failing_subscriber_does_not_stop_the_others() -> None:
 def _probe(values: list[Any]) -> Any:
     async def probe() -> list[Any]:
         return list(values)
+
+    return probe
+
+
+def _absent(objects: MemberObjects, name: str) -> Any:
+    async def probe() -> bool:
+        return objects.known_absent(CONFIGMAPS, "default", name)
 
     return probe
