@@ -41,7 +41,7 @@ from agent.karmada.conditions import find, new_condition, set_condition
 from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
-from agent.kube.discovery import api_enablements, discover
+from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from agent.kube.errors import ConflictError, KubeError, NotFoundError, TransportError
 from agent.kube.reflector import Reflector
 from agent.kube.store import Store
@@ -284,6 +284,8 @@ class ClusterStatusController:
         self._periodic: Periodic | None = None
         self.status_writes = 0
         self.last_status: JsonDict | None = None
+        # Unchanged discovery documents come back as 304 Not Modified.
+        self.discovery_cache = DiscoveryCache()
 
     def _default_heartbeat(self) -> Heartbeat:
         return Heartbeat(
@@ -421,7 +423,7 @@ class ClusterStatusController:
         enablements: list[JsonDict] = []
         partial = False
         try:
-            discovered = await discover(self.member)
+            discovered = await discover(self.member, self.discovery_cache)
             enablements = api_enablements(discovered)
             partial = bool(discovered.failed)
         except KubeError as exc:

@@ -444,11 +444,18 @@ class KubeClient:
         params: Mapping[str, str] | None = None,
         accept: str = "application/json, */*",
         timeout: float | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
         """GET any path (/readyz, /healthz, /version, /openapi/v2 ...) without raising on error
         statuses; transport failures still raise TransportError."""
         return await self.transport.request(
-            "GET", path, params=params, accept=accept, timeout=timeout, raise_for_status=False
+            "GET",
+            path,
+            params=params,
+            accept=accept,
+            timeout=timeout,
+            raise_for_status=False,
+            headers=headers,
         )
 
     async def get_json(

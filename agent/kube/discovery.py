@@ -2,6 +2,9 @@
 
 Aggregated discovery (apidiscovery.k8s.io/v2, one request each for /api and /apis) is asked for
 first; servers that answer with the legacy APIVersions/APIGroupList get the per-version requests.
+With a `DiscoveryCache`, the aggregated documents are asked for with If-None-Match and a 304
+Not Modified reuses the document already parsed (kube-apiserver serves them with an ETag), so a
+periodic discovery of an unchanged server costs two empty answers.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.kube.client import GVR, KubeClient
-from agent.kube.errors import KubeError
+from agent.kube.errors import KubeError, from_response
 
 log = logging.getLogger(__name__)
 
@@ -117,12 +120,40 @@ def _from_resource_list(group_version: str, document: JsonDict) -> list[Resource
     ]
 
 
-async def discover(client: KubeClient) -> DiscoveryResult:
+@dataclass
+class DiscoveryCache:
+    """The last aggregated document per root path and its ETag."""
+
+    documents: dict[str, tuple[str, JsonDict]] = field(default_factory=dict)
+    not_modified: int = 0
+
+
+async def _root_document(client: KubeClient, root: str, cache: DiscoveryCache | None) -> Any:
+    if cache is None:
+        return await client.get_json(root, accept=AGGREGATED_ACCEPT)
+    known = cache.documents.get(root)
+    headers = {"If-None-Match": known[0]} if known is not None else None
+    response = await client.raw_get(root, accept=AGGREGATED_ACCEPT, headers=headers)
+    if response.status == 304 and known is not None:
+        cache.not_modified += 1
+        return known[1]
+    if not response.ok:
+        raise from_response(response.status, response.content, response.headers)
+    document = response.json()
+    etag = response.headers.get("etag")
+    if etag and isinstance(document, dict) and document.get("kind") == "APIGroupDiscoveryList":
+        cache.documents[root] = (etag, document)
+    else:
+        cache.documents.pop(root, None)
+    return document
+
+
+async def discover(client: KubeClient, cache: DiscoveryCache | None = None) -> DiscoveryResult:
     """All groups, versions and resources the server serves (partial results kept)."""
     result = DiscoveryResult()
     legacy_versions: list[str] = []
     for root in ("/api", "/apis"):
-        document = await client.get_json(root, accept=AGGREGATED_ACCEPT)
+        document = await _root_document(client, root, cache)
         if not isinstance(document, dict):
             raise KubeError(f"{root}: expected a JSON object")
         if document.get("kind") == "APIGroupDiscoveryList":

@@ -461,6 +461,7 @@ class Transport:
         accept: str = "application/json",
         timeout: float | None = None,
         raise_for_status: bool = True,
+        headers: Mapping[str, str] | None = None,
     ) -> Response:
         """Send one request with throttling, auth and retries. Error statuses raise the typed
         ApiError unless `raise_for_status` is false; no response at all raises TransportError."""
@@ -470,10 +471,10 @@ class Transport:
         connection_failures = 0
         while True:
             await self._throttle()
-            headers = {"Accept": accept}
+            sent = {"Accept": accept, **(headers or {})}
             if content_type:
-                headers["Content-Type"] = content_type
-            await self._auth_headers(headers)
+                sent["Content-Type"] = content_type
+            await self._auth_headers(sent)
             slot = self._acquire()
             started = time.monotonic()
             try:
@@ -482,7 +483,7 @@ class Transport:
                     path,
                     params=dict(params) if params else None,
                     content=body,
-                    headers=headers,
+                    headers=sent,
                     timeout=self._timeout(timeout),
                     extensions=self._extensions(),
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -35,6 +36,15 @@ HEALTH_CHECKS = {
 
 def _json(body: Any, content_type: str = "application/json") -> ApiResponse:
     return ApiResponse(200, _dumps(body).encode(), {"content-type": content_type})
+
+
+def _with_etag(req: ApiRequest, body: bytes, content_type: str) -> ApiResponse:
+    """Aggregated discovery as kube-apiserver serves it: a strong ETag (the quoted hex SHA-512
+    of the document), and 304 Not Modified without a body when If-None-Match names it."""
+    etag = '"' + hashlib.sha512(body).hexdigest().upper() + '"'
+    if req.headers.get("if-none-match") == etag:
+        return ApiResponse(304, b"", {"etag": etag})
+    return ApiResponse(200, body, {"content-type": content_type, "etag": etag})
 
 
 def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
@@ -162,7 +172,8 @@ def discovery_response(registry: Registry, req: ApiRequest, host: str) -> ApiRes
         choice = _aggregated_choice(accept)
         if choice is not None:
             ct = AGG_V2 if choice == "v2" else AGG_V2BETA1
-            return _json(_aggregated(registry, legacy, f"apidiscovery.k8s.io/{choice}"), ct)
+            document = _aggregated(registry, legacy, f"apidiscovery.k8s.io/{choice}")
+            return _with_etag(req, _dumps(document).encode(), ct)
         if legacy:
             return _json(
                 {
