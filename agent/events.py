@@ -4,9 +4,9 @@
 Identical events (same object, type, reason and message) seen again within `aggregate_window`
 bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) instead of creating
 a new one, a simplified version of client-go's event correlator. At most `max_in_flight` writes
-wait or run at once (client-go's broadcaster queue holds 1000); beyond that, events are dropped
-with a log line (as client-go drops events when that queue is full): Events are a diagnostic
-aid, never a reason to slow reconciles. The agent gives the recorder a client with its own
+wait or run at once (client-go's broadcaster queue holds 1000), `writers` of them sending at a
+time; beyond that, events are dropped with a log line (as client-go drops events when that
+queue is full): Events are a diagnostic aid, never a reason to slow reconciles. The agent gives the recorder a client with its own
 QPS budget (`Transport.with_own_budget`), as upstream's event client has.
 """
 
@@ -79,6 +79,7 @@ class EventRecorder:
         *,
         host: str = "",
         max_in_flight: int = 1000,
+        writers: int = 2,
         aggregate_window: float = 600.0,
         cache_size: int = 4096,
         wall_clock: Callable[[], float] = time.time,
@@ -88,6 +89,9 @@ class EventRecorder:
         self.component = component
         self.host = host
         self.max_in_flight = max_in_flight
+        # Requests at once: client-go's broadcaster writes Events one after another; a couple
+        # at a time keeps up with a burst without opening a connection per queued Event.
+        self._writers = asyncio.Semaphore(max(writers, 1))
         self.aggregate_window = aggregate_window
         self.cache_size = cache_size
         self._wall_clock = wall_clock
@@ -205,6 +209,10 @@ class EventRecorder:
 
     async def _sync(self, series: _Series) -> None:
         """Bring the server's Event up to `series.count`; one writer per series at a time."""
+        async with self._writers:
+            await self._write(series)
+
+    async def _write(self, series: _Series) -> None:
         attempts = 0
         while series.written != series.count and attempts < 3:
             attempts += 1

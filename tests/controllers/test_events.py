@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from typing import Any, cast
 
 from agent.events import EventRecorder
 from agent.kube.client import GVR
@@ -151,3 +152,39 @@ async def _namespace(client: Any) -> None:
             "metadata": {"name": WORK["metadata"]["namespace"]},
         },
     )
+
+
+class _SlowClient:
+    """Stands in for KubeClient: counts how many writes run at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.created = 0
+        self.release = asyncio.Event()
+        self.two_running = asyncio.Event()
+
+    async def create(self, *_: Any, **__: Any) -> dict[str, Any]:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        if self.running == 2:
+            self.two_running.set()
+        await self.release.wait()
+        self.running -= 1
+        self.created += 1
+        return {}
+
+
+async def test_writes_are_sent_a_few_at_a_time_and_repeats_fold_into_counts() -> None:
+    client = _SlowClient()
+    recorder = EventRecorder(cast(Any, client), writers=2)
+    for i in range(10):
+        recorder.record(WORK, "Normal", "Burst", f"message {i}")
+    recorder.record(WORK, "Normal", "Burst", "message 9")  # a repeat while queued: a count
+    await asyncio.wait_for(client.two_running.wait(), 5)
+    assert client.running == 2
+    client.release.set()
+    assert await recorder.flush(5.0)
+    assert client.most == 2
+    assert client.created == 10
+    await recorder.stop()
