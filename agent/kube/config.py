@@ -81,7 +81,9 @@ class ClientConfig:
     # client-go's rest.Config defaults; qps <= 0 disables client-side throttling.
     qps: float = 5.0
     burst: int = 10
-    http2: bool = False
+    # As client-go: offer HTTP/2 by ALPN, so that every request and watch to one API server
+    # shares one TLS connection (servers that only speak HTTP/1.1 get HTTP/1.1).
+    http2: bool = True
     timeout: float = 60.0
     source: str = ""
 

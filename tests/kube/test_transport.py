@@ -343,3 +343,13 @@ async def test_static_token_is_normalized_and_redacted() -> None:
     token = StaticToken("abc")
     assert await token.authorization() == "Bearer abc"
     assert "abc" not in repr(ClientConfig(host=HOST, token_source=token, client_key_pem=b"KEY"))
+
+
+def test_http2_is_offered_by_default() -> None:
+    from agent.kube.transport import default_transport_factory
+
+    config = ClientConfig(host=HOST)
+    assert config.http2
+    pool = default_transport_factory(config)._pool
+    assert pool._http2  # ALPN offers h2 and http/1.1
+    assert pool._http1
