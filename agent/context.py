@@ -16,7 +16,7 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .controllers.member_objects import MemberObjects
-    from .controllers.work_informer import ClusterWatch
+    from .controllers.work_informer import ClusterWatch, WorkInformer
     from .events import EventRecorder
     from .metrics import AgentMetrics
 
@@ -47,6 +47,16 @@ class AgentContext:
     events: EventRecorder
     metrics: AgentMetrics
     _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
+    _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
+
+    def work_informer(self) -> WorkInformer:
+        """The Works of the execution namespace from one list+watch shared by the controllers
+        that read them (each starts and stops it; it runs while any of them does)."""
+        if self._work_informer is None:
+            from .controllers.work_informer import WorkInformer
+
+            self._work_informer = WorkInformer(self.karmada, self.execution_namespace)
+        return self._work_informer
 
     def cluster_watch(self) -> ClusterWatch:
         """This cluster's Cluster object from one list+watch shared by every controller that

@@ -43,6 +43,7 @@ CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
+EVENTS = GVR("", "v1", "events")
 NAMESPACE = "bench"
 AGENT_USER = "karmada-agent-bench"
 JSON = dict[str, Any]
@@ -218,6 +219,7 @@ async def run(
             connections = {
                 side: tcp_connections(agent.pid, emu.port) for side, emu in sides.items()
             }
+            events_by_reason = await _events_by_reason(client, works)
         finally:
             agent.terminate()
             await agent.wait()
@@ -237,6 +239,7 @@ async def run(
         "agent_rss_after_load_mib": round(after_rss, 1),
         "control_plane_requests_per_work": per_work["control_plane"],
         "member_requests_per_work": per_work["member"],
+        "event_objects_per_work_by_reason": events_by_reason,
         "idle_seconds_measured": idle_seconds,
         "idle_control_plane_requests_per_minute": idle_per_minute["control_plane"],
         "idle_member_requests_per_minute": idle_per_minute["member"],
@@ -269,6 +272,17 @@ def _per(counts: dict[str, int], divisor: float) -> JSON:
         "total": round(sum(counts.values()) / divisor, 2),
         **{kind: round(n / divisor, 2) for kind, n in ordered},
     }
+
+
+async def _events_by_reason(client: KubeClient, works: int) -> JSON:
+    """Event objects about the benchmark's Works, by reason, per Work (each one POST)."""
+    counts: dict[str, int] = {}
+    for event in (await client.list(EVENTS, namespace=ES))["items"]:
+        name = str((event.get("involvedObject") or {}).get("name") or "")
+        if name.startswith("bench-") and name != "bench-ns":
+            reason = str(event.get("reason") or "")
+            counts[reason] = counts.get(reason, 0) + 1
+    return _per(counts, works)
 
 
 def _requests_settled(sides: dict[str, EmulatorProcess]) -> Any:

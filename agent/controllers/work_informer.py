@@ -2,8 +2,9 @@
 
 `WorkInformer`: the Works of this cluster's execution namespace (list+watch, one namespace
 only, never polled). `ClusterWatch`: this cluster's own Cluster object, selected by name, so
-that readiness and termination are known without a GET per reconcile. Each controller builds
-its own, so either can run alone under `--controllers`.
+that readiness and termination are known without a GET per reconcile. There is one of each
+per agent (`AgentContext.work_informer()` / `cluster_watch()`), shared by the controllers that
+read them: each starts and stops it, so either controller can run alone under `--controllers`.
 """
 
 from __future__ import annotations
@@ -113,8 +114,8 @@ class WorkInformer(_Watched):
     def names(self) -> list[str]:
         return [str(obj["metadata"]["name"]) for obj in self.reflector.store]
 
-    def add_handler(self, handler: EventHandler) -> None:
-        self.reflector.add_handler(handler)
+    def add_handler(self, handler: EventHandler) -> Callable[[], None]:
+        return self.reflector.add_handler(handler)
 
     async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
         """Merge-patch `status` (only the keys given) into the Work's status subresource and
@@ -213,7 +214,9 @@ class WorkController:
         self.namespace = ctx.execution_namespace
         self.stop_timeout = stop_timeout
         self.log = structlog.get_logger(__name__).bind(controller=name, cluster=ctx.cluster_name)
-        self.works = WorkInformer(ctx.karmada, self.namespace, name=f"{name} works")
+        # One list+watch of the Works for every controller that reads them.
+        self.works: WorkInformer = ctx.work_informer()
+        self._remove_work_handler: Callable[[], None] | None = None
         self.queue: WorkQueue[str] = WorkQueue(
             name, rate_limiter=controller_rate_limiter(ctx.options)
         )
@@ -247,7 +250,7 @@ class WorkController:
             self._work_added(new)
 
     async def start(self) -> None:
-        self.works.add_handler(self._work_handler())
+        self._remove_work_handler = self.works.add_handler(self._work_handler())
         for watched in self._watched():
             watched.start()
         self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
@@ -262,6 +265,9 @@ class WorkController:
         self.controller.start()
 
     async def stop(self) -> None:
+        if self._remove_work_handler is not None:
+            self._remove_work_handler()
+            self._remove_work_handler = None
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

@@ -117,11 +117,18 @@ class Reflector:
 
     # --- public --------------------------------------------------------------------------------
 
-    def add_handler(self, handler: EventHandler) -> None:
-        """Register a handler; objects already cached are replayed to it as adds."""
+    def add_handler(self, handler: EventHandler) -> Callable[[], None]:
+        """Register a handler; objects already cached are replayed to it as adds. Returns the
+        function that removes it again."""
         self._handlers.append(handler)
         for obj in self.store:
             self._call(handler.on_add, obj)
+
+        def remove() -> None:
+            if handler in self._handlers:
+                self._handlers.remove(handler)
+
+        return remove
 
     @property
     def has_synced(self) -> bool:

@@ -177,3 +177,19 @@ async def test_waits_for_the_execution_controllers_first_report() -> None:
         await pair.mark_applied("early")
         reported = await pair.wait_work("early", lambda w: len(statuses(w)) == 1)
         assert statuses(reported)[0]["health"] == names.HEALTHY
+
+
+async def test_both_controllers_share_one_works_watch() -> None:
+    async with running_pair("execution", "workStatus") as pair:
+        assert pair.execution is not None
+        assert pair.work_status is not None
+        assert pair.execution.works is pair.work_status.works
+        await pair.create_work(karmada_work("shared", [configmap("shared")]))
+        await pair.wait_work("shared", all_healthy(1))
+        assert pair.cp.accounting.counts(verb="list", resource="works") == 1
+        assert pair.cp.accounting.watches_opened(resource="works") == 1
+        # One controller stopping leaves the other its Works.
+        await pair.execution.stop()
+        pair.runnables.remove(pair.execution)
+        await pair.member_client.delete(CONFIGMAPS, "shared", namespace="default")
+        await pair.wait_work("shared", lambda w: statuses(w) == [], "entry dropped")
