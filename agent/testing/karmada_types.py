@@ -360,6 +360,19 @@ def work_crd() -> JSON:
     return _load_yaml("work.karmada.io_works.yaml")
 
 
+def mcs_crds() -> list[JSON]:
+    """The Kubernetes MCS API kinds (ServiceExport, ServiceImport), served by the control plane
+    and by member clusters, as Karmada installs them."""
+    return [
+        _load_yaml("multicluster.x-k8s.io_serviceexports.yaml"),
+        _load_yaml("multicluster.x-k8s.io_serviceimports.yaml"),
+    ]
+
+
+def multicluster_service_crd() -> JSON:
+    return _load_yaml("networking.karmada.io_multiclusterservices.yaml")
+
+
 def _open_crd(group: str, kind: str, plural: str, short_names: list[str]) -> JSON:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -18,6 +18,7 @@ from agent.testing.controllers import (
     bootstrap_signer,
     cluster_controller,
     csr_signer,
+    endpointslice_controller,
     token_controller,
     workload_simulator,
 )
@@ -46,7 +47,7 @@ def member_profile(name: str = "member1") -> Profile:
         name="member",
         types=[],
         seed=seed_member,
-        controllers=[*COMMON_CONTROLLERS, workload_simulator.run],
+        controllers=[*COMMON_CONTROLLERS, workload_simulator.run, endpointslice_controller.run],
         fixed_uids={("", "namespaces", "", "kube-system"): stable_uid(name, "kube-system")},
     )
 

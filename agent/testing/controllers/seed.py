@@ -207,7 +207,15 @@ def karmada_bootstrap_objects(server: str, ca_pem: bytes) -> list[JSON]:
 async def seed_karmada(ctx: ControllerContext) -> None:
     await seed_common(ctx)
     await create_all(ctx, [namespace(n) for n in KARMADA_NAMESPACES])
-    await create_all(ctx, [karmada_types.work_crd(), *karmada_types.interpreter_crds()])
+    await create_all(
+        ctx,
+        [
+            karmada_types.work_crd(),
+            *karmada_types.interpreter_crds(),
+            *karmada_types.mcs_crds(),
+            karmada_types.multicluster_service_crd(),
+        ],
+    )
     await create_all(ctx, karmada_bootstrap_objects(ctx.server_url, ctx.ca.cert_pem))
 
 
@@ -323,3 +331,5 @@ async def seed_member(ctx: ControllerContext) -> None:
             # Node status is written through /status, as the kubelet does.
             created["status"] = node["status"]
             await ctx.api.update(f"/api/v1/nodes/{node['metadata']['name']}/status", created)
+    # The MCS API, as a member running Karmada's serviceExport machinery has it installed.
+    await create_all(ctx, karmada_types.mcs_crds())
