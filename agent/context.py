@@ -16,6 +16,7 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .controllers.member_objects import MemberObjects
+    from .controllers.slice_reports import MemberSlices
     from .controllers.work_informer import ClusterWatch, WorkInformer
     from .events import EventRecorder
     from .metrics import AgentMetrics
@@ -48,6 +49,7 @@ class AgentContext:
     metrics: AgentMetrics
     _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
     _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
+    _member_slices: MemberSlices | None = field(default=None, init=False, repr=False)
 
     def work_informer(self) -> WorkInformer:
         """The Works of the execution namespace from one list+watch shared by the controllers
@@ -66,6 +68,15 @@ class AgentContext:
 
             self._cluster_watch = ClusterWatch(self.karmada, self.cluster_name)
         return self._cluster_watch
+
+    def member_slices(self) -> MemberSlices:
+        """The member's Service EndpointSlices from one list+watch shared by serviceExport and
+        endpointsliceCollect (each starts and stops it)."""
+        if self._member_slices is None:
+            from .controllers.slice_reports import MemberSlices
+
+            self._member_slices = MemberSlices(self.member)
+        return self._member_slices
 
     @property
     def execution_namespace(self) -> str:

@@ -1,7 +1,7 @@
 """The agent's controllers by upstream name, each a module exposing `build(ctx) -> Runnable`.
 
 Modules are imported only when their controller is enabled, so a controller that is not in this
-build (or not implemented yet) never stops the others from starting.
+build never stops the others from starting.
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ CONTROLLER_MODULES: dict[str, str] = {
     "execution": "agent.controllers.execution",
     "workStatus": "agent.controllers.work_status",
     "certRotation": "agent.controllers.cert_rotation",
+    "serviceExport": "agent.controllers.service_export",
+    "endpointsliceCollect": "agent.controllers.endpointslice_collect",
 }
-# Upstream controllers this agent does not implement yet.
-NOT_IMPLEMENTED = ("serviceExport", "endpointsliceCollect")
 
 
 @dataclass(frozen=True)
 class Selection:
     builders: dict[str, Builder]
-    not_implemented: tuple[str, ...]
     unavailable: dict[str, str]  # name -> why it could not be loaded
 
 
@@ -58,12 +57,4 @@ def load_builders(enabled: Iterable[str]) -> Selection:
             log.error("controller %s: %s has no build(ctx)", name, module_name)
             continue
         builders[name] = builder
-    missing = tuple(name for name in NOT_IMPLEMENTED if name in wanted)
-    for name in missing:
-        log.warning(
-            "controller %s is enabled but not implemented by this agent yet; it will not run "
-            "(disable it with --controllers=*,-%s to silence this)",
-            name,
-            name,
-        )
-    return Selection(builders=builders, not_implemented=missing, unavailable=unavailable)
+    return Selection(builders=builders, unavailable=unavailable)

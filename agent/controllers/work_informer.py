@@ -12,13 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 import structlog
 
 from agent.context import AgentContext
-from agent.karmada import conditions, names
+from agent.karmada import collected, conditions, names
 from agent.kube.client import GVR, KubeClient
 from agent.kube.controller import Controller, Result
 from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
@@ -31,6 +31,7 @@ from .member_objects import typed_transform
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
+K = TypeVar("K", bound=Hashable)
 
 WORKS = GVR(names.WORK_GROUP, "v1alpha1", "works")
 CLUSTERS = GVR(names.CLUSTER_GROUP, "v1alpha1", "clusters")
@@ -45,7 +46,7 @@ def without_status(obj: JsonDict) -> JsonDict:
     return {**{k: v for k, v in obj.items() if k not in ("status", "metadata")}, "metadata": meta}
 
 
-def controller_rate_limiter(options: Options) -> MaxOfRateLimiter[str]:
+def controller_rate_limiter(options: Options) -> MaxOfRateLimiter[K]:
     """Upstream's default controller rate limiter with the --rate-limiter-* flags."""
     return default_controller_rate_limiter(
         base_delay=options.rate_limiter_base_delay.total_seconds(),
@@ -60,7 +61,7 @@ def status_of(obj: JsonDict) -> JsonDict:
     return status if isinstance(status, dict) else {}
 
 
-class _Watched:
+class WatchedReflector:
     """A Reflector run as a background task. Several users may share it: each `start` is
     matched by a `stop`, and the watch ends with the last user's `stop`."""
 
@@ -94,7 +95,7 @@ class _Watched:
         return await self.reflector.wait_synced(timeout)
 
 
-class WorkInformer(_Watched):
+class WorkInformer(WatchedReflector):
     def __init__(self, client: KubeClient, namespace: str, *, name: str = "works") -> None:
         super().__init__(
             Reflector(
@@ -135,7 +136,7 @@ class WorkInformer(_Watched):
         return updated
 
 
-class ClusterWatch(_Watched):
+class ClusterWatch(WatchedReflector):
     """This cluster's Cluster object; `on_ready` callbacks fire when it turns Ready. One per
     agent (`AgentContext.cluster_watch()`), shared by the controllers that read the Cluster, so
     none of them polls it."""
@@ -232,7 +233,7 @@ class WorkController:
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         raise NotImplementedError
 
-    def _watched(self) -> list[_Watched]:
+    def _watched(self) -> list[WatchedReflector]:
         return [self.works]
 
     def _work_handler(self) -> HandlerFuncs:
@@ -242,6 +243,8 @@ class WorkController:
         return []
 
     def _work_added(self, work: JsonDict) -> None:
+        if collected.is_suppressed(work):
+            return  # collected objects on their way to the control plane, never applied here
         self.queue.add(str((work.get("metadata") or {}).get("name")))
 
     def _work_updated(self, old: JsonDict, new: JsonDict) -> None:

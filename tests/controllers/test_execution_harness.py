@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from agent.context import AgentContext, Runnable
+from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
 from agent.controllers.member_objects import MemberObjects
 from agent.controllers.work_informer import CLUSTERS, WORKS
@@ -280,6 +281,7 @@ class Pair:
     ctx: AgentContext
     metrics: StubMetrics
     runnables: list[Runnable] = field(default_factory=list)
+    controllers: dict[str, Runnable] = field(default_factory=dict)
     execution: ExecutionController | None = None
     work_status: WorkStatusController | None = None
 
@@ -438,12 +440,17 @@ async def running_pair(
             await pair.set_cluster_ready()
         stack.push_async_callback(events.stop)
         stack.push_async_callback(member_objects.stop)
-        if "execution" in controllers:
-            pair.execution = ExecutionController(ctx)
-            pair.runnables.append(pair.execution)
-        if "workStatus" in controllers:
-            pair.work_status = WorkStatusController(ctx)
-            pair.runnables.append(pair.work_status)
+        for name in controllers:
+            if name == "execution":
+                pair.execution = ExecutionController(ctx)
+                runnable: Runnable = pair.execution
+            elif name == "workStatus":
+                pair.work_status = WorkStatusController(ctx)
+                runnable = pair.work_status
+            else:
+                runnable = load_builders([name]).builders[name](ctx)
+            pair.controllers[name] = runnable
+            pair.runnables.append(runnable)
         for runnable in pair.runnables:
             await runnable.start()
             stack.push_async_callback(runnable.stop)

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import Any, cast
-
-import pytest
 
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.manager import ControllerManager
-from agent.options import Options
+from agent.options import CONTROLLERS, Options
 from agent.periodic import Periodic
 
 
@@ -34,14 +31,10 @@ def context() -> AgentContext:
     return cast(AgentContext, type("Ctx", (), {"options": Options(cluster_name="m1")})())
 
 
-def test_registry_warns_about_unimplemented_controllers(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING)
-    selection = load_builders({"clusterStatus", "serviceExport", "endpointsliceCollect"})
-    assert list(selection.builders) == ["clusterStatus"]
-    assert selection.not_implemented == ("serviceExport", "endpointsliceCollect")
-    text = caplog.text
-    assert "serviceExport is enabled but not implemented" in text
-    assert "endpointsliceCollect is enabled but not implemented" in text
+def test_registry_builds_every_upstream_controller() -> None:
+    selection = load_builders(set(CONTROLLERS))
+    assert set(selection.builders) == set(CONTROLLERS)
+    assert selection.unavailable == {}
 
 
 def test_registry_builds_only_enabled() -> None:
