@@ -60,6 +60,36 @@ async def _service_account_token(admin_kubeconfig: Path) -> str:
         await admin.close()
 
 
+def exported_service(name: str) -> list[dict[str, object]]:
+    labels = {"app": name}
+    return [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {
+                "replicas": 1,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+                },
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"selector": labels, "ports": [{"port": 80}]},
+        },
+        {
+            "apiVersion": "multicluster.x-k8s.io/v1alpha1",
+            "kind": "ServiceExport",
+            "metadata": {"name": name, "namespace": "default"},
+        },
+    ]
+
+
 @pytest.mark.timeout(120)
 async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) -> None:
     async with (
@@ -151,9 +181,38 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
 
             await eventually(gone, what="the ConfigMap and the Work to go")
 
+            # serviceExport (on by default) reports the exported Service's EndpointSlices as
+            # Works in its own execution namespace, under the same rules.
+            await admin.create(
+                WORKS,
+                control_plane_work(CLUSTER, "svc-probe", exported_service("svc-probe")),
+                namespace=ES,
+            )
+
+            async def reported_slices() -> list[dict[str, object]]:
+                listed = await admin.list(
+                    WORKS,
+                    namespace=ES,
+                    label_selector="endpointslice.karmada.io/managed-by=ServiceExport,"
+                    "endpointslice.karmada.io/name=svc-probe",
+                )
+                return [
+                    w
+                    for w in listed["items"]
+                    if w["spec"]["workload"]["manifests"][0].get("endpoints")
+                ]
+
+            await eventually(reported_slices, what="the exported Service's EndpointSlices")
+
             # Outside its rights: another cluster's Works, Secrets elsewhere, another Cluster.
             with pytest.raises(ForbiddenError):
                 await as_agent.list(WORKS, namespace="karmada-es-other")
+            with pytest.raises(ForbiddenError):
+                await as_agent.create(
+                    WORKS,
+                    control_plane_work("other", "forged", [config]),
+                    namespace="karmada-es-other",
+                )
             with pytest.raises(ForbiddenError):
                 await as_agent.list(SECRETS, namespace="karmada-system")
             with pytest.raises(ForbiddenError):
