@@ -2,7 +2,7 @@
 
     python -m bench.endpointslice_report [--services 500] [--slices 3] [--endpoints 10]
                                          [--unexported 500] [--churn-rate 50] [--churn-seconds 30]
-                                         [--out FILE]
+                                         [--agent-arg=--cluster-api-qps=1000 ...] [--out FILE]
 
 Starts an emulated control plane and member, each in a process of its own (bench.emulators),
 and the real agent as a third process with its default controllers. On the member: `--services`
@@ -157,6 +157,7 @@ async def run(args: argparse.Namespace) -> JSON:
             f"--kubeconfig={member.client_kubeconfig}",
             f"--cluster-name={CLUSTER}", "--leader-elect=false",
             "--metrics-bind-address=0", "--health-probe-bind-address=0",
+            *args.agent_arg,
             stdout=log, stderr=log,
         )  # fmt: skip
         cp_admin = KubeClient(
@@ -262,6 +263,7 @@ async def run(args: argparse.Namespace) -> JSON:
                 await client.close()
             log.close()
     return {
+        "agent_args": " ".join(args.agent_arg),
         "exported_services": args.services,
         "slices_per_service": args.slices,
         "endpoints_per_slice": args.endpoints,
@@ -293,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unexported", type=int, default=500)
     parser.add_argument("--churn-rate", type=float, default=50.0)
     parser.add_argument("--churn-seconds", type=float, default=30.0)
+    parser.add_argument("--agent-arg", action="append", default=[], help="extra agent flag")
     parser.add_argument("--out", default="bench/results/endpointslice_report.json")
     args = parser.parse_args(argv)
     report(asyncio.run(run(args)), args.out)
