@@ -3,7 +3,10 @@
 `record()` never blocks and never raises: it hands the write to a background task and returns.
 Identical events (same object, type, reason and message) seen again within `aggregate_window`
 bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) instead of creating
-a new one, a simplified version of client-go's event correlator. At most `max_in_flight` writes
+a new one; and, as client-go's event aggregator, once `aggregate_max` different messages were
+seen for the same object, type and reason within the window, further ones become a single
+"(combined from similar events): <latest message>" Event whose count grows. This is client-go's
+event correlator, without its per-object spam filter. At most `max_in_flight` writes
 wait or run at once (client-go's broadcaster queue holds 1000), `writers` of them sending at a
 time; beyond that, events are dropped with a log line (as client-go drops events when that
 queue is full): Events are a diagnostic aid, never a reason to slow reconciles. The agent gives the recorder a client with its own
@@ -33,6 +36,9 @@ EVENTS = GVR("", "v1", "events")
 
 # Events of cluster-scoped objects live in "default", as client-go puts them.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"
+# client-go's EventAggregator: prefix and how many different messages before combining.
+COMBINED_PREFIX = "(combined from similar events): "
+DEFAULT_AGGREGATE_MAX = 10
 # Longer messages are cut: the API server refuses very long Event messages, and an Event that
 # is refused tells nobody anything.
 MAX_MESSAGE_LENGTH = 1024
@@ -60,7 +66,17 @@ class _Series:
     created: bool = False
     last_seen: float = 0.0
     last_timestamp: str = ""
+    # The latest message (an aggregate series shows the latest of the similar events).
+    message: str = ""
     task: asyncio.Task[None] | None = field(default=None, repr=False)
+
+
+@dataclass
+class _Similar:
+    """Messages seen for one (object, type, reason) within the aggregation window."""
+
+    started: float
+    messages: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -81,6 +97,7 @@ class EventRecorder:
         max_in_flight: int = 1000,
         writers: int = 2,
         aggregate_window: float = 600.0,
+        aggregate_max: int = DEFAULT_AGGREGATE_MAX,
         cache_size: int = 4096,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
@@ -93,6 +110,8 @@ class EventRecorder:
         # at a time keeps up with a burst without opening a connection per queued Event.
         self._writers = asyncio.Semaphore(max(writers, 1))
         self.aggregate_window = aggregate_window
+        self.aggregate_max = aggregate_max
+        self._similar: OrderedDict[tuple[tuple[str, ...], str, str], _Similar] = OrderedDict()
         self.cache_size = cache_size
         self._wall_clock = wall_clock
         self._monotonic = monotonic
@@ -146,19 +165,18 @@ class EventRecorder:
             log.warning("event not recorded: the object has no name", reason=reason)
             return
         message = _truncate(message)
-        key = _Key(
-            (
-                reference["apiVersion"],
-                reference["kind"],
-                reference["namespace"],
-                reference["name"],
-                reference["uid"],
-            ),
-            type_,
-            reason,
-            message,
+        involved_key = (
+            reference["apiVersion"],
+            reference["kind"],
+            reference["namespace"],
+            reference["name"],
+            reference["uid"],
         )
         now_mono, now_wall = self._monotonic(), self._wall_clock()
+        key = _Key(involved_key, type_, reason, message)
+        if self._combine(involved_key, type_, reason, message, now_mono):
+            message = _truncate(COMBINED_PREFIX + message)
+            key = _Key(involved_key, type_, reason, COMBINED_PREFIX)
         stamp = _timestamp(now_wall)
         series = self._series.get(key)
         if series is None or now_mono - series.last_seen > self.aggregate_window:
@@ -166,6 +184,7 @@ class EventRecorder:
             self._series[key] = series
         else:
             series.count += 1
+        series.message = message
         series.last_seen = now_mono
         series.last_timestamp = stamp
         self._series.move_to_end(key)
@@ -182,6 +201,25 @@ class EventRecorder:
             series.task = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+    def _combine(
+        self, involved: tuple[str, ...], type_: str, reason: str, message: str, now: float
+    ) -> bool:
+        """client-go's EventAggregator: True once `aggregate_max` different messages were seen
+        for this object, type and reason within the window."""
+        key = (involved, type_, reason)
+        similar = self._similar.get(key)
+        if similar is None or now - similar.started > self.aggregate_window:
+            similar = _Similar(started=now)
+            self._similar[key] = similar
+        self._similar.move_to_end(key)
+        while len(self._similar) > self.cache_size:
+            self._similar.popitem(last=False)
+        similar.messages.add(message)
+        if len(similar.messages) < self.aggregate_max:
+            return False
+        similar.messages.discard(message)  # keep the set bounded, as client-go does
+        return True
 
     def _new_series(
         self, reference: JsonDict, type_: str, reason: str, message: str, now_wall: float
@@ -205,7 +243,9 @@ class EventRecorder:
             "reportingComponent": self.component,
             "reportingInstance": self.host,
         }
-        return _Series(name=name, namespace=namespace, body=body, last_timestamp=stamp)
+        return _Series(
+            name=name, namespace=namespace, body=body, last_timestamp=stamp, message=message
+        )
 
     async def _sync(self, series: _Series) -> None:
         """Bring the server's Event up to `series.count`; one writer per series at a time."""
@@ -219,14 +259,20 @@ class EventRecorder:
             target, stamp = series.count, series.last_timestamp
             try:
                 if not series.created:
-                    body = {**series.body, "count": target, "lastTimestamp": stamp}
+                    body = {
+                        **series.body,
+                        "count": target,
+                        "lastTimestamp": stamp,
+                        "message": series.message,
+                    }
                     await self.client.create(EVENTS, body, namespace=series.namespace)
                     series.created = True
                 else:
+                    # As client-go: count, lastTimestamp and the (latest) message.
                     await self.client.patch(
                         EVENTS,
                         series.name,
-                        {"count": target, "lastTimestamp": stamp},
+                        {"count": target, "lastTimestamp": stamp, "message": series.message},
                         patch_type="merge",
                         namespace=series.namespace,
                     )

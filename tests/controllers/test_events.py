@@ -188,3 +188,35 @@ async def test_writes_are_sent_a_few_at_a_time_and_repeats_fold_into_counts() ->
     assert client.most == 2
     assert client.created == 10
     await recorder.stop()
+
+
+async def test_similar_events_are_combined_after_ten_messages() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        clock = Clock()
+        recorder = EventRecorder(client, wall_clock=clock, monotonic=clock)
+        try:
+            for i in range(12):
+                clock.now += 1  # distinct Event names
+                recorder.record(WORK, "Warning", "SyncFailed", f"attempt {i} failed")
+                assert await recorder.flush(5.0)
+            # An identical message again is a count update of its own Event, not a new one.
+            recorder.record(WORK, "Warning", "SyncFailed", "attempt 0 failed")
+            # Other reasons are counted apart.
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            failed = [e for e in listed if e["reason"] == "SyncFailed"]
+            # Nine on their own; from the tenth different message on, one combined Event.
+            assert len(failed) == 10
+            combined = [e for e in failed if e["message"].startswith("(combined from similar")]
+            assert len(combined) == 1
+            assert combined[0]["count"] == 3
+            assert combined[0]["message"] == "(combined from similar events): attempt 11 failed"
+            first = next(e for e in failed if e["message"] == "attempt 0 failed")
+            assert first["count"] == 2
+            assert [e["reason"] for e in listed].count("SyncSucceed") == 1
+        finally:
+            await recorder.stop()
+            await client.close()
