@@ -15,6 +15,8 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY agent ./agent
 COPY bootstrap ./bootstrap
+# The wheel carries the deploy/ manifests that `karmada-bootstrap register` renders.
+COPY deploy ./deploy
 # Build the wheel in a throwaway venv, then install it (with its dependencies, from wheels only)
 # into /opt/venv, the path it keeps in the runtime image. No pip or setuptools stays behind.
 RUN python3.11 -m venv /opt/build \

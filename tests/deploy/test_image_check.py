@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from agent.version import VERSION
-from tests import image_check
+from tests import dockercontext, image_check
 
 REAL = image_check.DOCKERFILE.read_text()
 
@@ -53,8 +53,78 @@ def test_single_stage_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert any("multi-stage" in p for p in problems_with(tmp_path, monkeypatch, text))
 
 
-def test_dockerignore_semantics() -> None:
-    patterns = ["*", "!agent/", "**/__pycache__"]
-    assert image_check.dockerignore_allows("agent", patterns)
-    assert not image_check.dockerignore_allows("tests", patterns)
-    assert not image_check.dockerignore_allows("Makefile", patterns)
+@pytest.mark.parametrize(
+    ("path", "sent"),
+    [
+        ("agent", True),
+        ("agent/cli.py", True),
+        ("agent/__pycache__/cli.cpython-311.pyc", False),
+        ("agent/kube/__pycache__", False),
+        ("tests", False),
+        ("tests/image_check.py", False),
+        ("Makefile", False),
+        ("deploy/base/deployment.yaml", True),
+        ("docs/benchmarks.md", False),
+        ("agent/testing/https.py", False),
+    ],
+)
+def test_dockerignore_semantics(path: str, sent: bool) -> None:
+    patterns = dockercontext.parse(
+        "# comment\n*\n!agent/\n!deploy\n**/__pycache__\nagent/testing\n/docs/**\n"
+    )
+    assert dockercontext.excluded(path, patterns) is not sent
+
+
+def test_double_star_and_reinclusion_order() -> None:
+    patterns = dockercontext.parse("**/*.md\n!README.md\n")
+    assert not dockercontext.excluded("README.md", patterns)
+    assert dockercontext.excluded("docs/README.md", patterns)
+    assert dockercontext.excluded("a/b/c.md", patterns)
+    # The last matching pattern decides.
+    assert dockercontext.excluded("README.md", dockercontext.parse("!README.md\n*.md\n"))
+    # `*` stays within one segment.
+    assert not dockercontext.excluded("a/b.md", dockercontext.parse("*.md\n"))
+
+
+def test_context_holds_what_the_dockerfile_needs(tmp_path: Path) -> None:
+    (tmp_path / "agent" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "agent" / "x.py").write_text("")
+    (tmp_path / "agent" / "__pycache__" / "x.pyc").write_text("")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "t.py").write_text("")
+    (tmp_path / "Dockerfile").write_text("FROM x\n")
+    (tmp_path / ".dockerignore").write_text("*\n!agent/\n**/__pycache__\n")
+    patterns = dockercontext.parse((tmp_path / ".dockerignore").read_text())
+    assert dockercontext.context_files(tmp_path, patterns) == [
+        ".dockerignore",
+        "Dockerfile",
+        "agent/x.py",
+    ]
+
+
+def test_copy_of_a_path_the_context_lacks_is_caught(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ignore = tmp_path / ".dockerignore"
+    ignore.write_text("*\n!pyproject.toml\n!README.md\n!agent/\n!bootstrap/\n")
+    monkeypatch.setattr(image_check, "DOCKERIGNORE", ignore)
+    problems = problems_with(tmp_path, monkeypatch, REAL)
+    assert any("COPY source deploy" in p and ".dockerignore" in p for p in problems), problems
+
+
+def test_replay_fails_on_the_dockerfile_that_never_copied_deploy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The recipe before the fix: deploy/ (force-included into the wheel) neither copied nor in
+    the context. The replayed wheel build fails as `docker build` did."""
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(
+        "\n".join(line for line in REAL.splitlines() if not line.startswith("COPY deploy"))
+    )
+    ignore = tmp_path / ".dockerignore"
+    ignore.write_text("*\n!pyproject.toml\n!README.md\n!agent/\n!bootstrap/\n**/__pycache__\n")
+    monkeypatch.setattr(image_check, "DOCKERFILE", dockerfile)
+    monkeypatch.setattr(image_check, "DOCKERIGNORE", ignore)
+    failures = image_check.Failures()
+    assert image_check.replay(failures, tmp_path / "work") is None
+    assert any("RUN failed" in m and "deploy" in m for m in failures.messages), failures.messages
