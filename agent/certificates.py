@@ -25,15 +25,15 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError, GoneError, TransportError, from_status
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
 KeyKind = Literal["ecdsa", "rsa"]
 
-CSR_GVR = GVR("certificates.k8s.io", "v1", "certificatesigningrequests")
 SIGNER_KUBE_APISERVER_CLIENT = "kubernetes.io/kube-apiserver-client"
 # What Karmada's agent CSR approver accepts, and what upstream's agent and register request.
 CLIENT_USAGES: tuple[str, ...] = ("digital signature", "key encipherment", "client auth")
@@ -286,7 +286,11 @@ class _Waiter:
         return issued_certificate(csr)
 
     async def run(self, initial: JsonDict | None) -> bytes:
-        csr = initial if initial is not None else await self.client.get(CSR_GVR, self.name)
+        csr = (
+            initial
+            if initial is not None
+            else await self.client.get(CERTIFICATE_SIGNING_REQUESTS, self.name)
+        )
         delay = _RETRY_DELAY
         while True:
             certificate = self._see(csr)
@@ -295,7 +299,7 @@ class _Waiter:
             if self.watch_forbidden:
                 await asyncio.sleep(delay)  # GET fallback: the watch is not permitted
                 delay = min(delay * 2, _POLL_DELAY_MAX)
-                csr = await self.client.get(CSR_GVR, self.name)
+                csr = await self.client.get(CERTIFICATE_SIGNING_REQUESTS, self.name)
                 continue
             rv = str((csr.get("metadata") or {}).get("resourceVersion") or "")
             try:
@@ -316,13 +320,13 @@ class _Waiter:
                 found = None
             if found is not None:
                 return found
-            csr = await self.client.get(CSR_GVR, self.name)
+            csr = await self.client.get(CERTIFICATE_SIGNING_REQUESTS, self.name)
 
     async def _watch(self, resource_version: str) -> bytes | None:
         """Watch the CSR from `resource_version`; the certificate, or None when the stream ends
         (or reports 410) without one."""
         async with self.client.watch(
-            CSR_GVR,
+            CERTIFICATE_SIGNING_REQUESTS,
             name=self.name,
             resource_version=resource_version or None,
             allow_watch_bookmarks=False,
@@ -385,7 +389,7 @@ async def request_certificate(
     """Create a CSR for `key_pem` (only its public half is sent) and wait for the certificate."""
     request = certificate_request(key_pem, subject)
     created = await client.create(
-        CSR_GVR,
+        CERTIFICATE_SIGNING_REQUESTS,
         csr_object(
             name,
             request,

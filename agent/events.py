@@ -25,14 +25,14 @@ from typing import Any, Literal
 
 import structlog
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
+from agent.kube.resources import EVENTS
 
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
 EventType = Literal["Normal", "Warning"]
-EVENTS = GVR("", "v1", "events")
 
 # Events of cluster-scoped objects live in "default", as client-go puts them.
 CLUSTER_SCOPED_EVENT_NAMESPACE = "default"

@@ -35,18 +35,20 @@ from agent.kube.errors import (
     TransportError,
     UnauthorizedError,
 )
+from agent.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    NAMESPACES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+)
 from agent.options import Options
+from agent.resources import CLUSTERS
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
 
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-NAMESPACES = GVR("", "v1", "namespaces")
-SECRETS = GVR("", "v1", "secrets")
-SERVICE_ACCOUNTS = GVR("", "v1", "serviceaccounts")
-CLUSTER_ROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
-CLUSTER_ROLE_BINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
 
 IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"
 SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"

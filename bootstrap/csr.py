@@ -13,7 +13,6 @@ from pathlib import Path
 
 from agent.certificates import (
     CLIENT_USAGES,
-    CSR_GVR,
     SIGNER_KUBE_APISERVER_CLIENT,
     CertificateRequestError,
     Subject,
@@ -29,7 +28,6 @@ from agent.kube.client import KubeClient
 
 __all__ = [
     "CLIENT_USAGES",
-    "CSR_GVR",
     "SIGNER_KUBE_APISERVER_CLIENT",
     "SYSTEM_LABELS",
     "CertificateRequestError",

@@ -22,10 +22,9 @@ from typing import Any
 import yaml
 
 from agent.karmada.names import AGENT_GROUP, agent_user, execution_namespace
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
+from agent.kube.resources import SELF_SUBJECT_ACCESS_REVIEWS, SUBJECT_ACCESS_REVIEWS
 
-SAR = GVR("authorization.k8s.io", "v1", "subjectaccessreviews")
-SSAR = GVR("authorization.k8s.io", "v1", "selfsubjectaccessreviews")
 RBAC_GENERATOR_USER = "system:karmada:agent:rbac-generator"
 CLUSTER_INFO_NAMESPACE = "kube-public"
 CLUSTER_INFO_NAME = "cluster-info"
@@ -64,7 +63,7 @@ class Access:
 async def allowed(client: KubeClient, user: str, groups: list[str], access: Access) -> bool:
     """SubjectAccessReview (needs create on subjectaccessreviews, i.e. an admin)."""
     review = await client.create(
-        SAR,
+        SUBJECT_ACCESS_REVIEWS,
         {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SubjectAccessReview",
@@ -76,7 +75,7 @@ async def allowed(client: KubeClient, user: str, groups: list[str], access: Acce
 
 async def self_allowed(client: KubeClient, access: Access) -> bool:
     review = await client.create(
-        SSAR,
+        SELF_SUBJECT_ACCESS_REVIEWS,
         {
             "apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",

@@ -40,7 +40,9 @@ from agent.kube.errors import (
     NotFoundError,
     UnauthorizedError,
 )
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, SECRETS
 from agent.kube.transport import Transport
+from agent.resources import CLUSTERS
 
 from . import csr as csrs
 from . import discovery, objects, rbac, render, tokens
@@ -55,8 +57,6 @@ from .kubeconfig import (
     server_url,
 )
 
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-SECRETS = GVR("", "v1", "secrets")
 AGENT_SA = "karmada-agent-sa"
 AGENT_DEPLOYMENT = "karmada-agent"
 DEFAULT_CERT_EXPIRATION_SECONDS = 31_536_000
@@ -334,7 +334,7 @@ async def _control_plane_rbac(
         ) from None
     finally:
         try:
-            await generator.delete(csrs.CSR_GVR, name)
+            await generator.delete(CERTIFICATE_SIGNING_REQUESTS, name)
         except KubeError:
             progress(f"could not delete CertificateSigningRequest {name}; the csrcleaner will")
     progress(f"created the agent's control-plane RBAC ({len(control_plane_objects)} objects)")

@@ -15,15 +15,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.errors import AlreadyExistsError, ApiError, NotFoundError
+from agent.kube.resources import CONFIGMAPS, SECRETS
 
 from . import discovery, objects, rbac, render, tokens
 from .kubeconfig import anonymous_client_config, load_user_config, open_client
 
-SECRETS = GVR("", "v1", "secrets")
-CONFIGMAPS = GVR("", "v1", "configmaps")
 PROGRAM = "karmada-bootstrap"
 # How long `create` waits for the control plane's bootstrapsigner to sign cluster-info.
 SIGNATURE_WAIT = 10.0

@@ -23,17 +23,14 @@ from typing import Any, TextIO
 import yaml
 
 from agent.karmada.names import execution_namespace
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.errors import KubeError, NotFoundError
+from agent.kube.resources import DEPLOYMENTS, SECRETS
+from agent.resources import CLUSTERS, WORKS
 
 from . import objects, render
 from .kubeconfig import load_inline_config, load_user_config, open_client
-
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
-SECRETS = GVR("", "v1", "secrets")
 
 Obj = dict[str, Any]
 

@@ -54,16 +54,15 @@ from agent.certificates import (
 )
 from agent.context import AgentContext, Runnable
 from agent.karmada.names import AGENT_KUBECONFIG_KEY, AGENT_KUBECONFIG_SECRET
-from agent.kube.client import GVR
 from agent.kube.config import ClientConfig
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.resources import SECRETS
 from agent.periodic import Periodic
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
 CONTROLLER_NAME = "certRotation"
-SECRETS = GVR("", "v1", "secrets")
 # Upstream polls up to five minutes for the certificate.
 CSR_TIMEOUT = 300.0
 # Old connections are cut after this share of the old certificate's remaining life, at most

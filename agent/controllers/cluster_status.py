@@ -39,22 +39,21 @@ from agent.controllers.work_informer import ClusterWatch
 from agent.karmada import names
 from agent.karmada.conditions import find, new_condition, set_condition
 from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from agent.kube.errors import ConflictError, KubeError, NotFoundError, TransportError
 from agent.kube.reflector import Reflector
+from agent.kube.resources import NODES, PODS
 from agent.kube.store import Store
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import Periodic
-from agent.registration import CLUSTERS
+from agent.resources import CLUSTERS
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
-NODES = GVR("", "v1", "nodes")
-PODS = GVR("", "v1", "pods")
 STATUS_WRITE_ATTEMPTS = 5
 PROBE_TIMEOUT = 10.0
 

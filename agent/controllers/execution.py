@@ -56,9 +56,9 @@ from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
+from agent.resources import WORKS
 
 from .work_informer import (
-    WORKS,
     ClusterWatch,
     WorkController,
     copy_conditions,

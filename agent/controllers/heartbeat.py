@@ -21,17 +21,17 @@ from typing import Any
 
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.leaderelection import micro_time
+from agent.kube.resources import LEASES
 from agent.periodic import Periodic
-from agent.registration import CLUSTERS
+from agent.resources import CLUSTERS
 
 log = logging.getLogger(__name__)
 
 JsonDict = dict[str, Any]
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
 MAX_UPDATE_RETRIES = 5
 MAX_BACKOFF = 7.0
 INITIAL_BACKOFF = 0.2

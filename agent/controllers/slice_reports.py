@@ -22,14 +22,16 @@ import structlog
 
 from agent.karmada import collected
 from agent.karmada.collected import Reporter
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.controller import Controller, Result, RetryableError
 from agent.kube.errors import NotFoundError
 from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.workqueue import WorkQueue
+from agent.resources import WORKS
 
 from .member_objects import typed_transform
-from .work_informer import WORKS, WorkInformer, controller_rate_limiter
+from .work_informer import WorkInformer, controller_rate_limiter
 
 if TYPE_CHECKING:
     from agent.context import AgentContext
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
-ENDPOINT_SLICES = GVR("discovery.k8s.io", "v1", "endpointslices")
 # handler(event_type, slice) with event_type "ADDED", "MODIFIED" or "DELETED".
 SliceHandler = Callable[[str, JsonDict], None]
 Wanted = Callable[[str, str], bool]

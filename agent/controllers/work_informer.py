@@ -25,6 +25,7 @@ from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limit
 from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
 from agent.kube.workqueue import WorkQueue
 from agent.options import Options
+from agent.resources import CLUSTERS, WORKS
 
 from .member_objects import typed_transform
 
@@ -33,8 +34,6 @@ log = structlog.get_logger(__name__)
 JsonDict = dict[str, Any]
 K = TypeVar("K", bound=Hashable)
 
-WORKS = GVR(names.WORK_GROUP, "v1alpha1", "works")
-CLUSTERS = GVR(names.CLUSTER_GROUP, "v1alpha1", "clusters")
 
 # Metadata that changes on every write, status writes included.
 _VOLATILE_METADATA = ("resourceVersion", "managedFields")

@@ -19,13 +19,13 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
 
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
 JITTER_FACTOR = 1.2
 JsonDict = dict[str, Any]
 

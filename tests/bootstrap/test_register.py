@@ -25,6 +25,7 @@ from cryptography.x509.oid import NameOID
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import ForbiddenError
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
 from agent.kube.transport import Transport
 from agent.options import parse_options
 from agent.testing.emulator import Emulator, run_emulator
@@ -457,12 +458,12 @@ async def test_csrs_outside_karmadas_rules_are_never_approved(
     config = bootstrap_client_config(server_url(bed.cp.url), bed.cp.ca_pem, token)
     async with open_client(config) as client:
         for obj in [*bad.values(), sentinel]:
-            await client.create(csr.CSR_GVR, obj)
+            await client.create(CERTIFICATE_SIGNING_REQUESTS, obj)
         # The approver works through CSRs in order: once the sentinel is signed, it has looked at
         # (and left alone) the others.
         await csr.wait_for_certificate(client, "sentinel", timeout=10)
         for name in bad:
-            got = await client.get(csr.CSR_GVR, name)
+            got = await client.get(CERTIFICATE_SIGNING_REQUESTS, name)
             assert not (got.get("status") or {}).get("conditions"), name
             assert not (got.get("status") or {}).get("certificate"), name
     user = f"system:bootstrap:{token.id}"

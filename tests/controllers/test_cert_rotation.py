@@ -19,7 +19,6 @@ from prometheus_client import CollectorRegistry
 
 from agent.app import Agent
 from agent.certificates import (
-    CSR_GVR,
     CertificateRequestError,
     Subject,
     certificate_lifetime,
@@ -33,6 +32,7 @@ from agent.context import AgentContext
 from agent.controllers.cert_rotation import SECRETS, CertRotation, client_certificate_of
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
 from agent.kube.transport import Transport
 from agent.metrics import AgentMetrics
 from agent.options import Options
@@ -186,7 +186,7 @@ async def test_pending_request_times_out_with_a_hint(tmp_path: Path) -> None:
         assert "no certificate for CertificateSigningRequest waiter-pending after 0.5s" in message
         assert "still Pending" in message
         assert "kubectl certificate approve waiter-pending" in message
-        csr = await client.get(CSR_GVR, "waiter-pending")
+        csr = await client.get(CERTIFICATE_SIGNING_REQUESTS, "waiter-pending")
         assert csr["spec"]["expirationSeconds"] == 3600
 
 
@@ -382,7 +382,7 @@ async def test_rotation_without_the_secret_switches_in_memory_and_warns(
         assert subject_of(new_cert) == subject_of(old_cert)
         assert rotation.last_csr_name.startswith("member1-")
         assert "lives only in memory and will be lost at restart" in caplog.text
-        csr = await ctx.karmada.get(CSR_GVR, rotation.last_csr_name)
+        csr = await ctx.karmada.get(CERTIFICATE_SIGNING_REQUESTS, rotation.last_csr_name)
         assert csr["spec"]["username"] == AGENT_USER
         assert csr["spec"]["usages"] == ["digital signature", "key encipherment", "client auth"]
         assert csr["spec"]["expirationSeconds"] == 600
