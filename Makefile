@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 lint: $(STAMP)
 	$(BIN)/ruff check agent bootstrap tests bench
 	$(BIN)/ruff format --check agent bootstrap tests bench
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
