@@ -17,15 +17,23 @@ the member (replicas under an HPA when retain-replicas is set, a Service's clust
 sidecars) are not in our field set, so they are never reset or fought over.
 
 Drift: member-side watches (agent.controllers.member_objects) report changes of Karmada's
-objects; an object whose resourceVersion differs from the one our last apply returned, or that
-was deleted, sends its Work back through reconcile, which puts it back. Applying identical
-content does not change the resourceVersion, so a re-apply does not feed itself.
+objects; an object whose resourceVersion is none our applies returned, or that was deleted,
+sends its Work back through reconcile, which puts it back. Applying identical content does not
+change the resourceVersion, so a re-apply does not feed itself, and a write of ours is never
+taken for drift, whichever manifest or Work made it.
+
+Conflicts are refused before anything is written: manifests of one Work that name the same
+object with different content (identical repetitions are applied once), and an object another
+Work manages, unless this Work (or manifest) says `work.karmada.io/conflict-resolution:
+overwrite`. A Work refused for another Work's object is reconciled again when that object is
+deleted or changes hands.
 """
 
 from __future__ import annotations
 
 import copy
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +48,7 @@ from agent.karmada.work import (
     applied_message,
     apply_order,
     belongs_to,
+    deduplicate,
     desired_object,
     dispatching_condition,
     is_deleting,
@@ -77,10 +86,32 @@ CONTROLLER_NAME = "execution"
 FIELD_MANAGER = "karmada-agent"
 CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
 FINALIZER_UPDATE_ATTEMPTS = 5
+# resourceVersions remembered per object as our own writes (a reconcile writes an object once;
+# a few more cover takeovers between Works whose watch events arrive late).
+OWN_WRITES_KEPT = 8
 
 
 class OwnershipError(Exception):
     """The member object exists and Karmada may not take it over."""
+
+
+class OtherWorkError(Exception):
+    """The member object is managed through another Work; retrying cannot help until that
+    object is deleted or changes hands (which enqueues this Work again) or this Work changes."""
+
+    def __init__(self, message: str, key: ObjectKey, owner: tuple[str, str] | None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.owner = owner
+
+
+@dataclass
+class _Written:
+    """What our applies returned for one member object: the resourceVersions of our recent
+    writes, and the latest content without status."""
+
+    versions: deque[str]
+    content: JsonDict
 
 
 class WorkSyncError(RetryableError):
@@ -115,10 +146,14 @@ class ExecutionController(WorkController):
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
         self.cluster: ClusterWatch = ctx.cluster_watch()
         self._unsubscribe_ready: Callable[[], None] | None = None
-        # What we last applied per member object: its resourceVersion and its content without
-        # status, so that status-only changes (every rollout step) are not taken for drift.
-        self._applied: dict[ObjectKey, tuple[str, JsonDict]] = {}
+        # What our applies returned per member object (see _Written): status-only changes
+        # (every rollout step) and our own writes are not taken for drift.
+        self._applied: dict[ObjectKey, _Written] = {}
         self._objects_of: dict[str, set[ObjectKey]] = {}
+        # The Work whose reconcile last applied each object.
+        self._writer: dict[ObjectKey, str] = {}
+        # Works refused because another Work manages the object: (that owner, the Works).
+        self._blocked: dict[ObjectKey, tuple[tuple[str, str] | None, set[str]]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -149,25 +184,26 @@ class ExecutionController(WorkController):
             self.queue.add(name)
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        meta = _meta(obj)
+        key: ObjectKey = (gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         ref = work_of(obj)
+        self._release_blocked(key, None if event_type == "DELETED" else ref)
         if ref is None:
             return
         work_namespace, work_name = ref
         if work_namespace != self.namespace:
             return
-        meta = _meta(obj)
-        key: ObjectKey = (gvr, str(meta.get("namespace") or ""), str(meta.get("name") or ""))
         recorded = self._applied.get(key)
         if recorded is None:
             # Not applied by this process yet: the Work's own reconcile will get to it.
             return
         resource_version = str(meta.get("resourceVersion") or "")
         if event_type != "DELETED":
-            if resource_version == recorded[0]:
-                return
-            if without_status(obj) == recorded[1]:
+            if resource_version in recorded.versions:
+                return  # one of our own writes
+            if without_status(obj) == recorded.content:
                 # Only status or write bookkeeping moved: nothing of ours to put back.
-                self._applied[key] = (resource_version, recorded[1])
+                recorded.versions.append(resource_version)
                 return
         self.log.info(
             "member object changed out of band; reconciling its Work",
@@ -263,16 +299,25 @@ class ExecutionController(WorkController):
                 outcome.errors.append((ordinal, str(item)))
             else:
                 manifests.append(item)
-        for manifest in apply_order(manifests):
+        grouped = deduplicate(manifests)
+        for ordinals, message in grouped.conflicts:
+            outcome.errors.append((ordinals[0], message))
+        copies_of: dict[int, list[Manifest]] = {}
+        for manifest in manifests:
+            if manifest.ordinal in grouped.copies:
+                copies_of.setdefault(grouped.copies[manifest.ordinal], []).append(manifest)
+        self._unblock(name)
+        for manifest in apply_order(grouped.unique):
             started = time.monotonic()
             result = "error"
             try:
                 key, live = await self._apply_one(work, manifest)
                 outcome.applied.add(key)
-                outcome.statuses[manifest.ordinal] = manifest_status(
-                    manifest, key[0].resource, live
-                )
-                outcome.succeeded += 1
+                for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
+                    outcome.statuses[applied.ordinal] = manifest_status(
+                        applied, key[0].resource, live
+                    )
+                    outcome.succeeded += 1
                 result = "success"
                 if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
                     # Objects of this CRD may follow in the same Work: re-read discovery.
@@ -282,6 +327,9 @@ class ExecutionController(WorkController):
             except OwnershipError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 outcome.retryable = True
+            except OtherWorkError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+                self._block(name, exc)
             except NoKindMatchError as exc:
                 outcome.errors.append(
                     (manifest.ordinal, f"{manifest.description}: {exc} in the member cluster")
@@ -308,7 +356,9 @@ class ExecutionController(WorkController):
         namespace = self._namespace_for(manifest, info)
         gvr = info.gvr
         self.ctx.member_objects.ensure(gvr, info.kind)
+        key: ObjectKey = (gvr, namespace, manifest.name)
         live = await self._live(gvr, namespace, manifest.name)
+        self._check_other_work(work, manifest, key, live)
         if live is not None and not is_managed(live) and not may_overwrite(manifest, work):
             raise OwnershipError(
                 f"{manifest.description} already exists in the member cluster and is not "
@@ -327,12 +377,82 @@ class ExecutionController(WorkController):
             force=True,
             namespace=namespace or None,
         )
-        key: ObjectKey = (gvr, namespace, manifest.name)
-        self._applied[key] = (
-            str(_meta(applied).get("resourceVersion") or ""),
-            without_status(applied),
-        )
+        self._record_write(key, str(_meta(work).get("name")), applied)
         return key, applied
+
+    def _check_other_work(
+        self, work: JsonDict, manifest: Manifest, key: ObjectKey, live: JsonDict | None
+    ) -> None:
+        """Refuse an object managed through another Work (as the live object says, or as this
+        process applied it last), unless this Work may overwrite."""
+        this = str(_meta(work).get("name"))
+        owner: tuple[str, str] | None = None
+        if live is not None and is_managed(live):
+            ref = work_of(live)
+            if ref is not None and ref != (self.namespace, this):
+                owner = ref
+        writer = self._writer.get(key)
+        if owner is None and writer not in (None, this) and writer in self.works.names():
+            owner = (self.namespace, str(writer))
+        if owner is None or may_overwrite(manifest, work):
+            return
+        raise OtherWorkError(
+            f"{manifest.description} is already managed by Work {owner[0]}/{owner[1]} in the "
+            f"member cluster; it is left alone. Annotate the Work or manifest with "
+            f"{names.CONFLICT_RESOLUTION_ANNOTATION}: {names.CONFLICT_OVERWRITE} to take it over",
+            key,
+            owner,
+        )
+
+    def _record_write(self, key: ObjectKey, work_name: str, applied: JsonDict) -> None:
+        """Remember what our apply returned: its resourceVersion joins our own writes."""
+        version = str(_meta(applied).get("resourceVersion") or "")
+        recorded = self._applied.get(key)
+        if recorded is None:
+            recorded = _Written(deque(maxlen=OWN_WRITES_KEPT), {})
+            self._applied[key] = recorded
+        recorded.versions.append(version)
+        recorded.content = without_status(applied)
+        previous = self._writer.get(key)
+        self._writer[key] = work_name
+        if previous not in (None, work_name):
+            self._tell_previous_owner(str(previous))
+
+    def _tell_previous_owner(self, work_name: str) -> None:
+        """Another Work took over an object of `work_name`: reconcile it so that it reports the
+        loss; unless it overwrites too (two overwriting Works: the last writer keeps the object
+        rather than both taking it back and forth)."""
+        previous = self.works.get(work_name)
+        if previous is None:
+            return
+        annotations = _meta(previous).get("annotations") or {}
+        if annotations.get(names.CONFLICT_RESOLUTION_ANNOTATION) != names.CONFLICT_OVERWRITE:
+            self.queue.add(work_name)
+
+    # --- Works waiting for another Work's object ----------------------------------------------
+
+    def _block(self, work_name: str, exc: OtherWorkError) -> None:
+        _, waiting = self._blocked.get(exc.key, (exc.owner, set()))
+        waiting.add(work_name)
+        self._blocked[exc.key] = (exc.owner, waiting)
+
+    def _unblock(self, work_name: str) -> None:
+        """Forget that the Work waits for anything; its reconcile finds out again."""
+        for key in [k for k, (_, waiting) in self._blocked.items() if work_name in waiting]:
+            _, waiting = self._blocked[key]
+            waiting.discard(work_name)
+            if not waiting:
+                del self._blocked[key]
+
+    def _release_blocked(self, key: ObjectKey, ref: tuple[str, str] | None) -> None:
+        """The object was deleted (ref None) or now points at `ref`: the Works refused because
+        another Work owned it are reconciled again if that owner let go."""
+        blocked = self._blocked.get(key)
+        if blocked is None or blocked[0] == ref:
+            return
+        del self._blocked[key]
+        for name in blocked[1]:
+            self.queue.add(name)
 
     @staticmethod
     def _namespace_for(manifest: Manifest, info: ResourceInfo) -> str:
@@ -360,14 +480,23 @@ class ExecutionController(WorkController):
             return None
 
     def _remember(self, work_name: str, keys: set[ObjectKey]) -> None:
-        """Keep the applied resourceVersions of the Work's current manifests only."""
+        """Keep what we applied for the Work's current manifests only."""
         for stale in self._objects_of.get(work_name, set()) - keys:
-            self._applied.pop(stale, None)
+            self._drop(stale, work_name)
         self._objects_of[work_name] = set(keys)
 
     def _forget(self, work_name: str) -> None:
+        self._unblock(work_name)
         for key in self._objects_of.pop(work_name, set()):
+            self._drop(key, work_name)
+            # The object may be free now: Works refused for it look again.
+            self._release_blocked(key, None)
+
+    def _drop(self, key: ObjectKey, work_name: str) -> None:
+        """Forget an object the Work no longer applies, unless another Work wrote it since."""
+        if self._writer.get(key, work_name) == work_name:
             self._applied.pop(key, None)
+            self._writer.pop(key, None)
 
     def _observe(self, result: str, seconds: float) -> None:
         try:

@@ -109,6 +109,52 @@ def apply_order(manifests: list[Manifest]) -> list[Manifest]:
     )
 
 
+@dataclass(frozen=True)
+class Deduplicated:
+    """A Work's manifests with each member object named once.
+
+    `unique` is what to apply; `copies` maps the ordinal of an identical repetition to the
+    ordinal applied for it; `conflicts` holds, per object named by manifests that differ, their
+    ordinals and a message: nothing is applied for such an object, since applying each in turn
+    would have the agent fight itself.
+    """
+
+    unique: list[Manifest]
+    copies: dict[int, int]
+    conflicts: list[tuple[list[int], str]]
+
+
+def _ordinals_text(ordinals: list[int]) -> str:
+    *head, last = [str(o) for o in ordinals]
+    return f"{', '.join(head)} and {last}"
+
+
+def deduplicate(manifests: list[Manifest]) -> Deduplicated:
+    """Group manifests naming the same object (group, kind, namespace, name)."""
+    groups: dict[tuple[str, str, str, str], list[Manifest]] = {}
+    for manifest in manifests:
+        key = (manifest.group, manifest.kind, manifest.namespace, manifest.name)
+        groups.setdefault(key, []).append(manifest)
+    unique: list[Manifest] = []
+    copies: dict[int, int] = {}
+    conflicts: list[tuple[list[int], str]] = []
+    for group in groups.values():
+        first = group[0]
+        if all(m.obj == first.obj for m in group[1:]):
+            unique.append(first)
+            copies.update({m.ordinal: first.ordinal for m in group[1:]})
+            continue
+        ordinals = [m.ordinal for m in group]
+        conflicts.append(
+            (
+                ordinals,
+                f"manifests {_ordinals_text(ordinals)} describe the same object "
+                f"{first.description} with different content; none of them is applied",
+            )
+        )
+    return Deduplicated(sorted(unique, key=lambda m: m.ordinal), copies, conflicts)
+
+
 def is_suspended(work: Obj) -> bool:
     return bool((work.get("spec") or {}).get("suspendDispatching"))
 

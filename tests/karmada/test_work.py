@@ -137,3 +137,28 @@ def test_dispatching_condition() -> None:
     assert w.dispatching_condition(a_work())["status"] == "True"
     suspended = w.dispatching_condition(a_work(suspendDispatching=True))
     assert (suspended["status"], suspended["reason"]) == ("False", "SuspendDispatching")
+
+
+def test_deduplicate_applies_identical_once_and_refuses_differing() -> None:
+    from agent.karmada.work import Manifest, deduplicate, parse_manifest
+
+    def cm(name: str, value: str) -> dict[str, object]:
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"},
+            "data": {"v": value},
+        }
+
+    raw = [cm("a", "1"), cm("b", "1"), cm("a", "1"), cm("c", "1"), cm("c", "2"), cm("c", "1")]
+    manifests: list[Manifest] = [parse_manifest(i, m) for i, m in enumerate(raw)]
+    grouped = deduplicate(manifests)
+    assert [m.ordinal for m in grouped.unique] == [0, 1]
+    assert grouped.copies == {2: 0}
+    assert grouped.conflicts == [
+        (
+            [3, 4, 5],
+            "manifests 3, 4 and 5 describe the same object ConfigMap default/c with different "
+            "content; none of them is applied",
+        )
+    ]
