@@ -14,7 +14,7 @@ from agent.testing.protobuf import decode_object
 from agent.testing.requestinfo import RequestAttributes
 from agent.testing.wire import ApiRequest
 
-from .kubectl import Kubectl, kubectl_path
+from .kubectl import Kubectl, needs_kubectl
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -155,7 +155,7 @@ async def test_protobuf_to_custom_resource_is_415(emu: Emulator) -> None:
 
 
 @module_loop
-@pytest.mark.skipif(not kubectl_path("1.33").exists(), reason="no kubectl 1.33")
+@needs_kubectl("1.33")
 async def test_real_kubectl_bodies_decode_to_kubectl_json(
     emu: Emulator, admin_kubeconfig: Path
 ) -> None:

@@ -7,9 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
-import pytest
-
-from .kubectl import NEWEST, Kubectl, kubectl_path
+from .kubectl import NEWEST, Kubectl, needs_kubectl
 
 MANIFESTS = """apiVersion: v1
 kind: Namespace
@@ -41,7 +39,7 @@ spec:
 """
 
 
-@pytest.mark.skipif(not kubectl_path(NEWEST).exists(), reason="no kubectl")
+@needs_kubectl(NEWEST)
 async def test_standalone_emulator_with_kubectl(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "k"
     proc = await asyncio.create_subprocess_exec(
