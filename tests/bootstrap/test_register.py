@@ -39,6 +39,7 @@ from bootstrap.kubeconfig import (
     open_client,
     server_url,
 )
+from tests import polling
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 CLUSTER = "member1"
@@ -77,14 +78,7 @@ async def names(emu: Emulator, path: str) -> list[str]:
 
 
 async def wait_for(check: Any, timeout: float = 15.0) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.05)
+    return await polling.eventually(check, timeout=timeout, interval=0.05)
 
 
 @dataclass

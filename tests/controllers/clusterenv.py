@@ -4,7 +4,6 @@ them (real HTTPS through agent.kube)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from agent.kube.config import load_kubeconfig
 from agent.kube.transport import Transport
 from agent.options import Options
 from agent.testing.emulator import Emulator, run_emulator
+from tests import polling
 
 CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
 
@@ -92,12 +92,4 @@ async def wait_for(
     check: Callable[[], Awaitable[Any]], timeout: float = 10.0, interval: float = 0.05
 ) -> Any:
     """Poll an async check until it returns something truthy; fail after `timeout`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        await asyncio.sleep(interval)
+    return await polling.eventually(check, timeout=timeout, interval=interval)

@@ -40,6 +40,7 @@ from agent.testing.controllers import Knobs
 from agent.testing.emulator import Emulator, run_emulator
 from agent.testing.kubeconfig import build_kubeconfig, dump_kubeconfig
 from bootstrap.register import kubeconfig_secret
+from tests import polling
 
 from .clusterenv import emulator_pair, kube_client
 
@@ -89,13 +90,14 @@ async def _waiter_client(emu: Emulator, tmp: Path, verbs: list[str]) -> AsyncIte
 
 async def _csr_created(emu: Emulator, name: str) -> dict[str, Any]:
     async with emu.client() as admin:
-        while True:  # bounded by the caller's wait_for
+
+        async def created() -> dict[str, Any] | None:
             response = await admin.get(f"{CSR_PATH}/{name}")
-            if response.status_code == 200:
-                data: dict[str, Any] = response.json()
-                return data
-            assert response.status_code == 404, response.text
-            await asyncio.sleep(0.02)  # poll interval while waiting for the CSR to appear
+            assert response.status_code in (200, 404), response.text
+            return response.json() if response.status_code == 200 else None
+
+        data: dict[str, Any] = await polling.eventually(created, what=f"CSR {name}")
+        return data
 
 
 async def _decide(emu: Emulator, name: str, decision: str) -> None:

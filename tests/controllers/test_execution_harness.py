@@ -4,7 +4,6 @@ ones the Karmada control plane writes. (No tests here; the module is imported by
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -28,6 +27,7 @@ from agent.kube.transport import Transport
 from agent.options import Options
 from agent.testing.controllers import Knobs
 from agent.testing.emulator import Emulator, run_emulator
+from tests import polling
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")
@@ -55,21 +55,11 @@ async def eventually(
     timeout: float = 10.0,
     what: str = "condition",
 ) -> T:
-    """Evaluate `probe` until `predicate` holds for its value; fail after `timeout`."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: Any = None
-    while True:
-        try:
-            value = await probe()
-            if predicate(value):
-                return value
-            last = value
-        except NotFoundError as exc:
-            last = exc
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(0.02)
+    """Evaluate `probe` until `predicate` holds for its value (NotFound counts as not yet)."""
+    value: T = await polling.eventually(
+        probe, until=predicate, timeout=timeout, what=what, retry_on=(NotFoundError,)
+    )
+    return value
 
 
 # --- objects as the Karmada control plane writes them ------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
+from tests import polling
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
@@ -39,18 +39,10 @@ async def client_for(kubeconfig: Path) -> KubeClient:
 async def eventually(
     check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, what: str = "condition"
 ) -> Any:
-    """Wait until `check()` returns a truthy value (returned), re-checking every 50 ms."""
-    deadline = time.monotonic() + timeout
-    last_error: BaseException | None = None
-    while time.monotonic() < deadline:
-        try:
-            value = await check()
-            if value:
-                return value
-        except AssertionError as exc:
-            last_error = exc
-        await asyncio.sleep(0.05)  # poll interval of the wait-for-condition loop
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}: {last_error!r}")
+    """Wait until `check()` returns a truthy value (returned); AssertionError counts as not yet."""
+    return await polling.eventually(
+        check, timeout=timeout, interval=0.05, what=what, retry_on=(AssertionError,)
+    )
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ import httpx
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig
 from agent.kube.transport import RetryPolicy, Transport
+from tests import polling
 
 JsonDict = dict[str, Any]
 
@@ -168,6 +169,4 @@ def make_client(api: FakeApi, *, config: ClientConfig | None = None, **kwargs: A
 
 
 async def wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():  # noqa: ASYNC110 (polls any condition, bounded by timeout)
-            await asyncio.sleep(0.005)
+    await polling.eventually(predicate, timeout=timeout, interval=0.005)

@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent.kube.clock import FakeClock
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector, micro_time
 from tests.kube.fakeapi import FakeApi, make_client, status, wait_for
 
@@ -29,7 +30,9 @@ def lease(api: FakeApi) -> dict[str, Any]:
     return api.collections[PATH]["karmada-agent-member1"]
 
 
-def elector(api: FakeApi, identity: str, log: list[str]) -> LeaderElector:
+def elector(
+    api: FakeApi, identity: str, log: list[str], clock: FakeClock | None = None
+) -> LeaderElector:
     async def lead() -> None:
         log.append(f"start {identity}")
         await asyncio.Event().wait()
@@ -39,6 +42,7 @@ def elector(api: FakeApi, identity: str, log: list[str]) -> LeaderElector:
         config(identity),
         on_started_leading=lead,
         on_stopped_leading=lambda: log.append(f"stop {identity}"),
+        **({"clock": clock} if clock is not None else {}),
     )
 
 
@@ -87,13 +91,29 @@ async def test_waits_for_expiry_then_takes_over() -> None:
         },
     )
     log: list[str] = []
-    le = elector(api, "b", log)
+    clock = FakeClock()
+    le = elector(api, "b", log, clock)
     task = asyncio.create_task(le.run())
     await wait_for(lambda: le.leader == "other")
-    await asyncio.sleep(0.5)
+
+    async def retry_after(seconds: float) -> None:
+        """Let `seconds` pass on the elector's clock and wait for its next attempt."""
+        attempts = len(api.calls)
+        clock.advance(seconds)
+        await wait_for(lambda: len(api.calls) > attempts or bool(log))
+
+    # Retries come every retry period plus up to 20 % jitter (0.1-0.12 s here). About half
+    # the lease (1 s, timed on our own clock from when we first saw it): not ours yet.
+    for _ in range(4):
+        await retry_after(0.12)
     assert log == []
     assert not le.is_leader
-    await wait_for(lambda: log == ["start b"], timeout=3)
+    # Past the lease: taken over at the next attempt.
+    for _ in range(8):
+        if log:
+            break
+        await retry_after(0.12)
+    await wait_for(lambda: log == ["start b"])
     assert lease(api)["spec"]["holderIdentity"] == "b"
     assert lease(api)["spec"]["leaseTransitions"] == 5
     task.cancel()

@@ -6,7 +6,6 @@ renders it; a lenient or wrong emulator changes these lines.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from agent.testing.emulator import Emulator
+from tests import polling
 
 from .kubectl import Kubectl, minor, version_params
 
@@ -51,11 +51,7 @@ spec:
 
 
 async def wait_until(condition: Callable[[], bool], timeout: float = 10) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "condition not met in time"
-        await asyncio.sleep(0.01)
+    await polling.eventually(condition, timeout=timeout, interval=0.01)
 
 
 async def new_ns(k: Kubectl, ns: str) -> None:

@@ -7,6 +7,8 @@ import signal
 import sys
 from pathlib import Path
 
+from tests import polling
+
 from .kubectl import NEWEST, Kubectl, needs_kubectl
 
 MANIFESTS = """apiVersion: v1
@@ -48,12 +50,12 @@ async def test_standalone_emulator_with_kubectl(tmp_path: Path) -> None:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )  # fmt: skip
     try:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + 20
-        while not kubeconfig.exists():
-            assert proc.returncode is None, await proc.stderr.read() if proc.stderr else b""
-            assert loop.time() < deadline, "kubeconfig not written"
-            await asyncio.sleep(0.05)
+
+        def written() -> bool:
+            assert proc.returncode is None, "the emulator exited before writing its kubeconfig"
+            return kubeconfig.exists()
+
+        await polling.eventually(written, timeout=20, interval=0.05, what="kubeconfig written")
         k = Kubectl(NEWEST, kubeconfig)
         out = await k.ok("apply", "--server-side", "-f", "-", stdin=MANIFESTS)
         assert out.split("\n")[:4] == [

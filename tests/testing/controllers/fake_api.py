@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.testing import errors
+from tests import polling
 
 JSON = dict[str, Any]
 _PATH = re.compile(
@@ -277,16 +278,8 @@ class FakeApi:
 
 
 async def eventually(check: Callable[[], Any], timeout: float = 5.0) -> Any:
-    """Wait until `check()` returns something truthy (no sleeping as synchronisation:
-    poll the condition with a deadline)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.01)
+    """Wait until `check()` returns something truthy."""
+    return await polling.eventually(check, timeout=timeout, interval=0.01)
 
 
 _CA: Any = None

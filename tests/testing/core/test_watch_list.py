@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agent.testing.apiserver import ApiServer
+from tests import polling
 
 from .conftest import call, make_ns
 
@@ -240,11 +241,7 @@ async def test_close_all_watches_ends_streams(api: ApiServer) -> None:
 
 
 async def _until(cond: Any, timeout: float = 2.0) -> None:
-    async def loop() -> None:
-        while not await cond():  # noqa: ASYNC110 - polls a state, with a timeout
-            await asyncio.sleep(0.005)
-
-    await asyncio.wait_for(loop(), timeout)
+    await polling.eventually(cond, timeout=timeout, interval=0.005)
 
 
 async def test_namespace_deletion_removes_content(api: ApiServer) -> None:
@@ -359,10 +356,15 @@ async def test_foreground_deletion_waits_for_blocking_dependents(api: ApiServer)
     )
     _code, body, _ = await call(api, "DELETE", f"{CM}/o?propagationPolicy=Foreground")
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
-    await asyncio.sleep(0.01)
+
+    async def dependent_deleting() -> bool:
+        _, dep, _ = await call(api, "GET", f"{CM}/d")
+        return bool(dep["metadata"].get("deletionTimestamp"))
+
+    # Once the garbage collector has acted on the dependent, the owner must still be there:
+    # its blocking dependent has a finalizer left.
+    await _until(dependent_deleting)
     assert (await call(api, "GET", f"{CM}/o"))[0] == 200
-    _, dep, _ = await call(api, "GET", f"{CM}/d")
-    assert dep["metadata"].get("deletionTimestamp")
     await call(
         api, "PATCH", f"{CM}/d", {"metadata": {"finalizers": None}}, "application/merge-patch+json"
     )

@@ -19,6 +19,7 @@ from cryptography.x509.oid import NameOID
 from agent.testing import errors
 from agent.testing.requestinfo import RequestAttributes, parse_request_info
 from agent.testing.wire import ApiRequest, ApiResponse, UserInfo
+from tests import polling
 
 ADMIN_TOKEN = "admin-token"
 USER_TOKEN = "user-token"
@@ -169,13 +170,8 @@ class FakeApi:
 
 
 async def eventually(cond: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Wait until `cond()` holds (polling the event loop), or fail."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError("condition not reached in time")
-        await asyncio.sleep(0.005)
+    """Wait until `cond()` holds."""
+    await polling.eventually(cond, timeout=timeout, interval=0.005)
 
 
 def loads(data: bytes) -> Any:
