@@ -63,7 +63,7 @@ from agent.karmada.work import (
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
-from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
 from agent.resources import WORKS
 
@@ -324,6 +324,9 @@ class ExecutionController(WorkController):
                     self.ctx.member_mapper.invalidate()
             except ManifestError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
+            except InvalidNameError as exc:
+                # Refused before any request: the manifest has to change.
+                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
             except OwnershipError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 outcome.retryable = True
@@ -544,8 +547,8 @@ class ExecutionController(WorkController):
             namespace = item.namespace if info.namespaced else ""
             try:
                 live = await self.ctx.member.get(info.gvr, item.name, namespace=namespace or None)
-            except NotFoundError:
-                continue
+            except (NotFoundError, InvalidNameError):
+                continue  # no such object, or a name no object can have
             if not is_managed(live) or not belongs_to(live, work_namespace, work_name):
                 wlog.info("member object is not this Work's; left alone", object=item.description)
                 continue

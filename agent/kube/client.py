@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
-from agent.kube.errors import ExpiredError, KubeError
+from agent.kube.errors import ExpiredError, KubeError, check_path_segment
 from agent.kube.transport import Response, Transport
 
 log = logging.getLogger(__name__)
@@ -62,12 +62,12 @@ class GVR:
         base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         parts = [base]
         if namespace:
-            parts.append(f"namespaces/{_segment(namespace)}")
+            parts.append(f"namespaces/{_segment('metadata.namespace', namespace)}")
         parts.append(self.resource)
         if name is not None:
             if not name:
                 raise ValueError("resource name must not be empty")
-            parts.append(_segment(name))
+            parts.append(_segment("metadata.name", name))
         if subresource:
             if name is None:
                 raise ValueError("a subresource needs a name")
@@ -78,8 +78,9 @@ class GVR:
         return f"{self.api_version}/{self.resource}"
 
 
-def _segment(value: str) -> str:
-    return quote(value, safe="")
+def _segment(field: str, value: str) -> str:
+    """One path segment, validated as kube-apiserver validates names in paths, then escaped."""
+    return quote(check_path_segment(field, value), safe="")
 
 
 def _dry_run(params: dict[str, str], dry_run: bool) -> None:

@@ -17,6 +17,37 @@ class KubeError(Exception):
     """Base class of everything agent.kube raises on purpose."""
 
 
+class InvalidNameError(ValueError):
+    """A name or namespace that kube-apiserver would refuse as a path segment (`.`, `..`, or
+    containing `/` or `%`): refused before any URL is built, since `.` and `..` would be
+    collapsed as dot-segments and address another resource."""
+
+    def __init__(self, field: str, value: str, reasons: list[str]) -> None:
+        super().__init__(f'{field}: Invalid value: "{value}": {", ".join(reasons)}')
+        self.field = field
+        self.value = value
+
+
+# kube-apiserver's path-segment rules (apimachinery's IsValidPathSegmentName).
+_NOT_PATH_SEGMENTS = (".", "..")
+_NOT_IN_PATH_SEGMENTS = ("/", "%")
+
+
+def path_segment_errors(value: str) -> list[str]:
+    """Why `value` cannot be a name in a request path; empty when it can."""
+    if value in _NOT_PATH_SEGMENTS:
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in _NOT_IN_PATH_SEGMENTS if c in value]
+
+
+def check_path_segment(field: str, value: str) -> str:
+    """`value` if it is a valid path segment; else InvalidNameError naming `field`."""
+    reasons = path_segment_errors(value)
+    if reasons:
+        raise InvalidNameError(field, value, reasons)
+    return value
+
+
 class TransportError(KubeError):
     """The request never produced an HTTP response (connect, TLS, reset, timeout)."""
 

@@ -153,3 +153,25 @@ async def _absent(pair: Any, name: str) -> bool:
 async def _absent_on_member(pair: Any, name: str) -> bool:
     listed = await pair.member_client.list(CONFIGMAPS, namespace="default")
     return name not in {o["metadata"]["name"] for o in listed["items"]}
+
+
+async def test_dot_segment_names_are_refused_naming_the_field() -> None:
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", APPLIED_OK)
+        await pair.idle(pair.execution)
+        pair.member.accounting.reset()
+        bad = [configmap(".."), configmap("x", ".."), configmap("a%2Fb"), configmap("fine")]
+        await pair.create_work(karmada_work("dots", bad))
+        failed = await pair.wait_work("dots", APPLIED_FAILED, "Applied=False")
+        message = _applied_message(failed)
+        assert message.startswith("Failed to apply all manifests (1/4): [")
+        assert "metadata.name: Invalid value: \"..\": may not be '..'" in message
+        assert "metadata.namespace: Invalid value: \"..\": may not be '..'" in message
+        assert "may not contain '%'" in message
+        await pair.idle(pair.execution)
+        # Only the good manifest reached the member; nothing was read or written elsewhere.
+        writes = pair.member.accounting.counts(verb="patch")
+        assert writes == 1
+        assert pair.member.accounting.counts(verb="get", resource="namespaces") == 0

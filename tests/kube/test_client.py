@@ -143,3 +143,45 @@ async def test_raw_get_does_not_raise() -> None:
     client = make_client(api)
     assert (await client.raw_get("/readyz")).status == 404
     assert (await client.server_version())["gitVersion"] == "v1.31.0"
+
+
+BAD_SEGMENTS = [
+    (".", "may not be '.'"),
+    ("..", "may not be '..'"),
+    ("a/b", "may not contain '/'"),
+    ("50%", "may not contain '%'"),
+    ("a/%", "may not contain '/', may not contain '%'"),
+]
+
+
+@pytest.mark.parametrize(("value", "reason"), BAD_SEGMENTS)
+async def test_no_request_for_a_name_or_namespace_that_is_not_a_path_segment(
+    value: str, reason: str
+) -> None:
+    """kube-apiserver's path-segment rules, checked before any URL is built: `.` and `..` would
+    be collapsed as dot-segments and address another resource."""
+    api = FakeApi()
+    api.seed(CM_PATH, cm("ok"))
+    client = make_client(api)
+    requests = [
+        lambda: client.get(CM, value, namespace="ns"),
+        lambda: client.delete(CM, value, namespace="ns"),
+        lambda: client.patch(CM, value, {}, patch_type="merge", namespace="ns"),
+        lambda: client.apply(CM, cm(value), field_manager="t", namespace="ns"),
+        lambda: client.replace(CM, cm(value), namespace="ns"),
+    ]
+    for request in requests:
+        with pytest.raises(
+            errors.InvalidNameError, match=f'metadata.name: Invalid value: "{value}"'
+        ):
+            await request()
+    ns_requests = [
+        lambda: client.get(CM, "ok", namespace=value),
+        lambda: client.list(CM, namespace=value),
+        lambda: client.create(CM, cm("ok"), namespace=value),
+        lambda: client.apply(CM, cm("ok"), field_manager="t", namespace=value),
+    ]
+    for request in ns_requests:
+        with pytest.raises(errors.InvalidNameError, match=f"metadata.namespace.*{reason}"):
+            await request()
+    assert api.calls == []
