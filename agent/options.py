@@ -26,6 +26,8 @@ from datetime import timedelta
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
+from agent.kube.leaderelection import JITTER_FACTOR
+
 PROGRAM = "karmada-agent"
 
 # ---------------------------------------------------------------------------------------------
@@ -334,8 +336,6 @@ class Options:
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"([A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?")
 MAX_CLUSTER_NAME_LENGTH = 48
-# client-go's leader election requires renewDeadline > retryPeriod * JitterFactor.
-LEADER_ELECTION_JITTER = 1.2
 
 
 def _dns1123_label_problem(value: str, max_length: int = 63) -> str | None:
@@ -513,10 +513,10 @@ def _leader_election_problems(o: Options) -> list[str]:
         problems.append(
             "--leader-elect-lease-duration: must be greater than --leader-elect-renew-deadline"
         )
-    if renew <= retry * LEADER_ELECTION_JITTER:
+    if renew <= retry * JITTER_FACTOR:
         problems.append(
             "--leader-elect-renew-deadline: must be greater than "
-            f"{LEADER_ELECTION_JITTER} x --leader-elect-retry-period"
+            f"{JITTER_FACTOR} x --leader-elect-retry-period"
         )
     return problems
 

@@ -26,6 +26,8 @@ from agent.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
 
+# client-go's leader election: retries wait retryPeriod times up to this factor, so the renew
+# deadline must exceed retryPeriod * JITTER_FACTOR (checked here and by the flag validation).
 JITTER_FACTOR = 1.2
 JsonDict = dict[str, Any]
 
@@ -51,7 +53,7 @@ class LeaderElectionConfig:
         if self.lease_duration <= self.renew_deadline:
             raise ValueError("lease duration must be greater than the renew deadline")
         if self.renew_deadline <= JITTER_FACTOR * self.retry_period:
-            raise ValueError("renew deadline must exceed retry period * 1.2")
+            raise ValueError(f"renew deadline must exceed retry period * {JITTER_FACTOR}")
         if not self.identity:
             raise ValueError("identity must not be empty")
 
