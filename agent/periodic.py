@@ -1,11 +1,15 @@
-"""Periodic jobs on apscheduler 3.x (the cluster status loop, the heartbeat Lease).
+"""Periodic jobs on apscheduler 3.x (cluster status, the heartbeat Lease, certificate and
+kubeconfig checks).
 
 The scheduler is hidden here so the rest of the agent never imports apscheduler (4.x will be a
-rewrite). Each job: runs once at start, then every `interval` plus a random 0..`jitter` seconds;
-never overlaps itself (max_instances=1) and folds missed runs into one (coalesce).
+rewrite). All jobs of an event loop share one scheduler (`shared_scheduler`), started with the
+first job and shut down with the last. Each job: runs once at start, then every `interval` plus a
+random 0..`jitter` seconds; never overlaps itself (max_instances=1) and folds missed runs into one
+(coalesce). A run skipped because the previous one is still going is counted on the job
+(`skips`), not logged as a warning each time as apscheduler would.
 
 apscheduler's shutdown cancels coroutine jobs that are still running, so `stop()` first pauses
-the scheduler and awaits the in-flight run (up to a bound) before shutting it down.
+the job and awaits its in-flight run (up to a bound) before removing it.
 """
 
 from __future__ import annotations
@@ -17,12 +21,83 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
+from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[[], Awaitable[None]]
+
+
+class _SkippedRunFilter(logging.Filter):
+    """apscheduler warns on every run skipped for max_instances; the job counts them instead."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "maximum number of running instances reached" not in record.getMessage()
+
+
+logging.getLogger("apscheduler.scheduler").addFilter(_SkippedRunFilter())
+logging.getLogger("apscheduler.executors.default").addFilter(_SkippedRunFilter())
+
+
+class SharedScheduler:
+    """One apscheduler scheduler per event loop for every Periodic job on it."""
+
+    def __init__(self) -> None:
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.jobs: dict[str, Periodic] = {}
+        self.scheduler.add_listener(self._skipped, EVENT_JOB_MAX_INSTANCES)
+
+    def _skipped(self, event: JobSubmissionEvent) -> None:
+        job = self.jobs.get(event.job_id)
+        if job is not None:
+            job.skips += 1
+
+    def add(self, job: Periodic, trigger: IntervalTrigger, **options: Any) -> None:
+        # Several agents may share a loop (tests run replicas side by side): ids stay unique.
+        self.jobs[job.job_id] = job
+        self.scheduler.add_job(
+            job._run,
+            trigger,
+            id=job.job_id,
+            name=job.name,
+            coalesce=True,
+            max_instances=1,
+            **options,
+        )
+        if not self.scheduler.running:
+            self.scheduler.start()
+
+    def pause(self, job: Periodic) -> None:
+        with contextlib.suppress(JobLookupError):
+            self.scheduler.pause_job(job.job_id)
+
+    def remove(self, job: Periodic) -> None:
+        if self.jobs.pop(job.job_id, None) is None:
+            return
+        with contextlib.suppress(JobLookupError):
+            self.scheduler.remove_job(job.job_id)
+        if not self.jobs and self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+            _SCHEDULERS.pop(_loop_key(), None)
+
+
+_SCHEDULERS: dict[int, SharedScheduler] = {}
+
+
+def _loop_key() -> int:
+    return id(asyncio.get_running_loop())
+
+
+def shared_scheduler() -> SharedScheduler:
+    """The scheduler of the running event loop (created on first use)."""
+    key = _loop_key()
+    scheduler = _SCHEDULERS.get(key)
+    if scheduler is None:
+        scheduler = _SCHEDULERS[key] = SharedScheduler()
+    return scheduler
 
 
 class Periodic:
@@ -42,15 +117,17 @@ class Periodic:
         if interval <= 0:
             raise ValueError("interval must be positive")
         self.name = name
+        self.job_id = f"{name}-{id(self):x}"
         self._func = func
         self.interval = interval
         self.jitter = jitter
         self.run_at_start = run_at_start
         self._misfire = misfire_grace_time if misfire_grace_time is not None else interval
-        self._scheduler: AsyncIOScheduler | None = None
+        self._scheduler: SharedScheduler | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self.runs = 0
         self.failures = 0
+        self.skips = 0
         self._run_finished = asyncio.Condition()
 
     @property
@@ -58,25 +135,15 @@ class Periodic:
         return self._scheduler is not None
 
     async def start(self) -> None:
-        """Start scheduling (call from inside the running loop)."""
+        """Start scheduling on the loop's shared scheduler (call from inside the running loop)."""
         if self._scheduler is not None:
             return
-        scheduler = AsyncIOScheduler(
-            job_defaults={
-                "coalesce": True,
-                "max_instances": 1,
-                "misfire_grace_time": max(1, int(self._misfire)),
-            },
-            timezone=UTC,
-        )
+        scheduler = shared_scheduler()
         trigger = IntervalTrigger(seconds=self.interval, jitter=self.jitter, timezone=UTC)
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = {"misfire_grace_time": max(1, int(self._misfire))}
         if self.run_at_start:
             extra["next_run_time"] = datetime.now(UTC)
-        scheduler.add_job(
-            self._run, trigger, id=self.name, name=self.name, replace_existing=True, **extra
-        )
-        scheduler.start()
+        scheduler.add(self, trigger, **extra)
         self._scheduler = scheduler
 
     async def run_once(self) -> None:
@@ -115,11 +182,12 @@ class Periodic:
         return True
 
     async def stop(self, timeout: float = 10.0) -> None:
-        """Stop scheduling, let an in-flight run finish (cancelled after `timeout`), shut down."""
+        """Stop scheduling, let an in-flight run finish (cancelled after `timeout`), remove
+        the job from the shared scheduler."""
         scheduler, self._scheduler = self._scheduler, None
         if scheduler is None:
             return
-        scheduler.pause()
+        scheduler.pause(self)
         pending = {t for t in self._inflight if not t.done()}
         if pending:
             _, still = await asyncio.wait(pending, timeout=timeout)
@@ -131,4 +199,4 @@ class Periodic:
             if still:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await asyncio.gather(*still, return_exceptions=True)
-        scheduler.shutdown(wait=False)
+        scheduler.remove(self)

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, cast
+
+import pytest
 
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.manager import ControllerManager
 from agent.options import CONTROLLERS, Options
-from agent.periodic import Periodic
+from agent.periodic import Periodic, shared_scheduler
+from tests import polling
 
 
 class Recorder:
@@ -140,3 +144,38 @@ async def test_periodic_cancels_a_run_that_outlives_the_stop_bound() -> None:
     await asyncio.wait_for(began.wait(), 5)
     await asyncio.wait_for(periodic.stop(timeout=0.1), 5)
     assert cancelled.is_set()
+
+
+async def test_periodic_jobs_share_one_scheduler_and_skips_are_counted_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    release = asyncio.Event()
+    quick_runs = 0
+
+    async def slow() -> None:
+        await release.wait()
+
+    async def quick() -> None:
+        nonlocal quick_runs
+        quick_runs += 1
+
+    stuck = Periodic("stuck", slow, 0.02)
+    ticking = Periodic("ticking", quick, 0.02)
+    await stuck.start()
+    await ticking.start()
+    try:
+        scheduler = shared_scheduler()
+        assert {j.name for j in scheduler.jobs.values()} == {"stuck", "ticking"}
+        assert len(scheduler.scheduler.get_jobs()) == 2
+        # The stuck job's later ticks are skipped while its first run goes on.
+        await polling.eventually(lambda: stuck.skips >= 3, what="skipped ticks counted")
+        assert ticking.runs >= 1
+    finally:
+        release.set()
+        await stuck.stop()
+        await ticking.stop()
+    # The last job gone, the scheduler shuts down (apscheduler does it on the loop's next turn).
+    await polling.eventually(lambda: not scheduler.scheduler.running, what="scheduler shut down")
+    skipped = [r for r in caplog.records if "maximum number of running instances" in r.getMessage()]
+    assert skipped == []
