@@ -1,9 +1,14 @@
 """The agent process: clients -> serving -> registration -> (leader election) -> controllers.
 
 `run(options)` is what `karmada-agent` runs. It returns the exit code: 0 after SIGTERM/SIGINT
-(controllers stopped, leadership released, clients closed), 1 when start-up fails or when this
-replica loses leadership (the Deployment restarts the pod, as controller-runtime's manager does,
-so a replica never keeps running controllers it no longer owns).
+(controllers stopped, leadership released, clients closed), 1 when start-up fails.
+
+Leader election uses a Lease on the member cluster by default (--leader-elect-lease-cluster):
+the replicas share that cluster, and it stays reachable when the control plane is not, so a
+control-plane outage costs no leadership. A replica that does lose leadership (always possible
+with the Lease on the control plane) stops its controllers at once and campaigns again; it never
+exits for it. (controller-runtime's manager exits instead, and the pod's restart backoff, up to
+5 minutes, then delays the agent on exactly the clusters whose link comes and goes.)
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from agent.karmada.names import leader_election_id
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.discovery import RESTMapper
+from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from agent.kube.resources import NAMESPACES
 from agent.kube.transport import Transport
 from agent.logs import bind_contextvars, get_logger
 from agent.metrics import AgentMetrics
@@ -218,7 +225,10 @@ class Agent:
 
     async def _run_with_leader_election(self, ctx: AgentContext, shared: list[Runnable]) -> int:
         assert self.karmada is not None
+        assert self.member is not None
         o = self.options
+        on_member = o.leader_elect_lease_cluster == "member"
+        client = self.member if on_member else self.karmada
         config = LeaderElectionConfig(
             namespace=o.leader_elect_resource_namespace,
             name=leader_election_id(o.cluster_name),
@@ -227,33 +237,47 @@ class Agent:
             renew_deadline=o.leader_elect_renew_deadline.total_seconds(),
             retry_period=o.leader_elect_retry_period.total_seconds(),
         )
-        self.elector = LeaderElector(
-            self.karmada,
-            config,
-            on_started_leading=lambda: self._lead(ctx, shared),
-            on_new_leader=lambda holder: self.log.info("leader observed", leader=holder),
-        )
-        self.log.info(
-            "campaigning for leadership",
-            lease=f"{config.namespace}/{config.name}",
-            identity=self.identity,
-        )
-        election = asyncio.create_task(self.elector.run(), name="leader-election")
-        stopper = asyncio.create_task(self.stop_event.wait(), name="stop-wait")
-        try:
-            await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopper.cancel()
-        if election.done():
-            # run() returns only when leadership was lost (or never held and failed).
-            self.lost_leadership = True
-            self.log.error(
-                "leader election lost; exiting so that a fresh process campaigns again",
-                lease=f"{config.namespace}/{config.name}",
+        lease = f"{config.namespace}/{config.name}"
+        if on_member:
+            await self._ensure_namespace(client, config.namespace)
+        loop = asyncio.get_running_loop()
+        while True:
+            self.elector = LeaderElector(
+                client,
+                config,
+                on_started_leading=lambda: self._lead(ctx, shared),
+                on_new_leader=lambda holder: self.log.info("leader observed", leader=holder),
             )
+            self.log.info(
+                "campaigning for leadership",
+                lease=lease,
+                cluster=o.leader_elect_lease_cluster,
+                identity=self.identity,
+            )
+            campaign_started = loop.time()
+            election = asyncio.create_task(self.elector.run(), name="leader-election")
+            stopper = asyncio.create_task(self.stop_event.wait(), name="stop-wait")
+            try:
+                await asyncio.wait({election, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopper.cancel()
+            if not election.done():
+                break
+            # run() returns only when leadership was lost: the controllers are stopped already.
+            self.lost_leadership = True
             with contextlib.suppress(Exception):
                 election.result()
-            return EXIT_FAILURE
+            self.log.warning(
+                "leadership lost; controllers stopped, campaigning again",
+                lease=lease,
+                cluster=o.leader_elect_lease_cluster,
+            )
+            # Never campaign in a tight loop (a leader whose controllers fail at once).
+            pause = config.retry_period - (loop.time() - campaign_started)
+            if pause > 0 and await self._until_stopped(self._pause(pause)) is None:
+                return EXIT_OK
+            if self.stop_event.is_set():
+                return EXIT_OK
         # Shutdown: cancelling run() stops the controllers, then releases the Lease.
         election.cancel()
         try:
@@ -266,6 +290,32 @@ class Agent:
             )
             return EXIT_FAILURE
         return EXIT_OK
+
+    async def _ensure_namespace(self, client: KubeClient, namespace: str) -> None:
+        """The Lease's namespace on the member: where the agent runs, so normally present;
+        created when missing (an agent run from outside the cluster) rather than campaigning
+        in vain."""
+        try:
+            await client.get(NAMESPACES, namespace)
+            return
+        except NotFoundError:
+            pass
+        except KubeError as exc:
+            self.log.warning("cannot read the leader-election namespace", error=str(exc))
+            return
+        body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+        try:
+            await client.create(NAMESPACES, body)
+            self.log.info("created the leader-election namespace", namespace=namespace)
+        except AlreadyExistsError:
+            pass
+        except KubeError as exc:
+            self.log.warning("cannot create the leader-election namespace", error=str(exc))
+
+    @staticmethod
+    async def _pause(seconds: float) -> bool:
+        await asyncio.sleep(seconds)
+        return True
 
     async def _lead(self, ctx: AgentContext, shared: list[Runnable]) -> None:
         self.log.info("became leader; starting controllers")

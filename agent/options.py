@@ -196,6 +196,9 @@ def resolve_feature_gates(overrides: Mapping[str, bool]) -> dict[str, bool]:
 
 REPORT_SECRET_KINDS = ("KubeCredentials", "KubeImpersonator")
 LOG_FORMATS = ("auto", "json", "console")
+# Where the leader-election Lease lives: the member cluster (default: local to the replicas and
+# reachable while the control plane is not) or the Karmada control plane (upstream's place).
+LEASE_CLUSTERS = ("member", "karmada")
 LogFormat = Literal["auto", "json", "console"]
 
 
@@ -265,8 +268,9 @@ class Options:
     rate_limiter_qps: int = 10
     rate_limiter_bucket_size: int = 100
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: resolve_feature_gates({}))
-    # Leader election (a Lease on the control plane).
+    # Leader election (a Lease on the member by default; on the control plane as upstream).
     leader_elect: bool = True
+    leader_elect_lease_cluster: str = "member"
     leader_elect_resource_namespace: str = "karmada-system"
     leader_elect_lease_duration: timedelta = timedelta(seconds=15)
     leader_elect_renew_deadline: timedelta = timedelta(seconds=10)
@@ -455,6 +459,12 @@ def validate(options: Options) -> list[str]:
 
     if o.leader_elect:
         problems.extend(_leader_election_problems(o))
+    check(
+        "leader-elect-lease-cluster",
+        None
+        if o.leader_elect_lease_cluster in LEASE_CLUSTERS
+        else f"must be one of {LEASE_CLUSTERS}",
+    )
 
     for flag, address in (
         ("metrics-bind-address", o.metrics_bind_address),
@@ -702,7 +712,7 @@ _REGISTRATION = "Registration"
 _CONNECTIONS = "Connections"
 _STATUS = "Cluster status and heartbeat"
 _CONTROLLERS = "Controllers and work queues"
-_LEADER = "Leader election (a Lease on the Karmada control plane)"
+_LEADER = "Leader election (a Lease on the member cluster, or on the Karmada control plane)"
 _ROTATION = "Certificate rotation"
 _SERVING = "Serving"
 _LOGGING = "Logging"
@@ -793,8 +803,14 @@ FLAGS: tuple[_Flag, ...] = (
     _Flag("leader-elect", "bool", _LEADER,
           "Elect a leader among replicas before running controllers (registration runs in every "
           "replica)."),
+    _Flag("leader-elect-lease-cluster", "str", _LEADER,
+          "Where the leader-election Lease lives: 'member' (default; the replicas share the "
+          "member cluster, which stays reachable when the control plane is not, so an outage "
+          "costs no leadership) or 'karmada' (the control plane, as upstream). Not an upstream "
+          "flag."),
     _Flag("leader-elect-resource-namespace", "str", _LEADER,
-          "Namespace of the leader-election Lease on the control plane."),
+          "Namespace of the leader-election Lease (in the cluster --leader-elect-lease-cluster "
+          "names)."),
     _Flag("leader-elect-lease-duration", "duration", _LEADER,
           "How long other candidates wait after the last renewal before taking over."),
     _Flag("leader-elect-renew-deadline", "duration", _LEADER,

@@ -69,7 +69,7 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
     "profiling-bind-address": ":6060",
     "v": 0,
 }
-OUR_FLAGS = {"log-format": "auto"}
+OUR_FLAGS = {"log-format": "auto", "leader-elect-lease-cluster": "member"}
 
 UPSTREAM_GATE_DEFAULTS = {
     "AllAlpha": False,

@@ -114,7 +114,7 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
         second, second_task = start(options, identity="replica-b")
         # Both register; only the first leads.
         await wait_for(lambda: _registered(second), timeout=15)
-        lease = await pair.karmada_get(LE_LEASE)
+        lease = await pair.member_get(LE_LEASE)
         assert lease is not None
         assert lease["spec"]["holderIdentity"] == "replica-a"
         assert not second.leading.is_set()
@@ -125,7 +125,7 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
         assert await asyncio.wait_for(first_task, 15) == EXIT_OK
         # The lease was released, so the second takes over without waiting for expiry.
         await wait_for(lambda: _flag(second.leading), timeout=10)
-        lease = await pair.karmada_get(LE_LEASE)
+        lease = await pair.member_get(LE_LEASE)
         assert lease is not None
         assert lease["spec"]["holderIdentity"] == "replica-b"
         assert second.manager is not None
@@ -133,10 +133,15 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
         assert await asyncio.wait_for(second_task, 15) == EXIT_OK
 
 
-async def test_lost_leadership_stops_controllers_and_exits_non_zero(tmp_path: Path) -> None:
+async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
+    tmp_path: Path,
+) -> None:
+    """With the Lease on the control plane (upstream's place), a replica that cannot renew it
+    stops its controllers, but never exits: it campaigns again and leads once it can."""
     async with emulator_pair(tmp_path) as pair:
         options = pair.options(
             leader_elect=True,
+            leader_elect_lease_cluster="karmada",
             leader_elect_lease_duration=timedelta(seconds=2),
             leader_elect_renew_deadline=timedelta(seconds=1),
             leader_elect_retry_period=timedelta(milliseconds=200),
@@ -146,11 +151,89 @@ async def test_lost_leadership_stops_controllers_and_exits_non_zero(tmp_path: Pa
         manager = agent.manager
         assert manager is not None
         assert manager.running
+        assert await pair.karmada_get(LE_LEASE) is not None
         # The control plane refuses every lease renewal from now on.
-        pair.karmada.faults.add_error(500, verb="update", resource="leases.coordination.k8s.io")
-        assert await asyncio.wait_for(task, 15) == EXIT_FAILURE
+        rule = pair.karmada.faults.add_error(
+            500, verb="update", resource="leases.coordination.k8s.io"
+        )
+        await wait_for(lambda: _stopped(manager), timeout=15)
         assert agent.lost_leadership
-        assert manager.running == []
+        assert not agent.leading.is_set()
+        assert not task.done()
+        pair.karmada.faults.remove(rule.id)
+        await wait_for(lambda: _flag(agent.leading), timeout=15)
+        assert agent.manager is not None
+        assert agent.manager is not manager
+        assert not task.done()
+        agent.stop_event.set()
+        assert await asyncio.wait_for(task, 15) == EXIT_OK
+
+
+async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path: Path) -> None:
+    """The default: the Lease lives on the member, which both replicas share and which stays
+    reachable. A control-plane outage of 120 s at the default timings (12 renew deadlines of
+    10 s), scaled here to timings of a tenth of a second, costs no leadership, no restart and no
+    controller restart; the agent converges after it."""
+    renew_deadline = timedelta(seconds=0.4)
+    outage = renew_deadline * 12
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_duration=timedelta(seconds=0.6),
+            leader_elect_renew_deadline=renew_deadline,
+            leader_elect_retry_period=timedelta(seconds=0.1),
+        )
+        first, first_task = start(options, identity="replica-a")
+        await wait_for(lambda: _flag(first.leading), timeout=15)
+        second, second_task = start(options, identity="replica-b")
+        await wait_for(lambda: _registered(second), timeout=15)
+        await wait_for(lambda: ready_cluster(pair), timeout=20)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        assert lease["spec"]["holderIdentity"] == "replica-a"
+        assert await pair.karmada_get(LE_LEASE) is None
+        manager = first.manager
+        holders: set[str] = set()
+
+        async def watch_holder() -> None:
+            while True:
+                current = await pair.member_get(LE_LEASE)
+                holders.add(str((current or {}).get("spec", {}).get("holderIdentity")))
+                await asyncio.sleep(0.05)
+
+        watcher = asyncio.create_task(watch_holder())
+        try:
+            await pair.karmada.faults.go_offline(outage.total_seconds())
+            await wait_for(
+                lambda: _offline(pair), timeout=outage.total_seconds() + 10, interval=0.1
+            )
+        finally:
+            watcher.cancel()
+        assert holders == {"replica-a"}
+        assert first.leading.is_set()
+        assert first.manager is manager
+        assert not second.leading.is_set()
+        assert not first_task.done()
+        assert not second_task.done()
+        assert not first.lost_leadership
+        assert not second.lost_leadership
+        # Converged: the heartbeat and status reach the control plane again.
+        await wait_for(lambda: ready_cluster(pair), timeout=20)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        assert lease["spec"]["leaseTransitions"] == 0
+        for agent, task in ((second, second_task), (first, first_task)):
+            agent.stop_event.set()
+            assert await asyncio.wait_for(task, 15) == EXIT_OK
+
+
+async def _stopped(manager: Any) -> bool:
+    return not manager.running
+
+
+async def _offline(pair: Pair) -> bool:
+    """True once the control plane went offline and came back."""
+    return not pair.karmada.faults.offline
 
 
 async def _flag(event: asyncio.Event) -> bool:
@@ -169,9 +252,9 @@ async def test_shutdown_that_cannot_finish_exits_non_zero_within_its_bound(tmp_p
         )
         task = asyncio.create_task(agent.run())
         await wait_for(lambda: _flag(agent.leading), timeout=15)
-        # Releasing the leader-election Lease on the way out hangs (a control plane that
+        # Releasing the leader-election Lease on the way out hangs (a member API server that
         # accepts connections but never answers lease updates).
-        pair.karmada.faults.add_latency(60, verb="update", resource="leases.coordination.k8s.io")
+        pair.member.faults.add_latency(60, verb="update", resource="leases.coordination.k8s.io")
         agent.stop_event.set()
         # Bounded: shutdown_timeout plus the 5 s margin, not the 60 s the server would take.
         assert await asyncio.wait_for(task, 15) == EXIT_FAILURE
