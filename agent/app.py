@@ -33,6 +33,7 @@ from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.discovery import RESTMapper
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from agent.kube.reachability import Reachability
 from agent.kube.resources import NAMESPACES
 from agent.kube.transport import Transport
 from agent.logs import bind_contextvars, get_logger
@@ -119,8 +120,22 @@ class Agent:
         except ConfigError as exc:
             self.log.error("configuration error", error=str(exc))
             return EXIT_FAILURE
-        self.karmada = KubeClient(Transport(karmada_config, metrics=self.metrics.client))
-        self.member = KubeClient(Transport(member_config, metrics=self.metrics.client))
+        self.karmada = KubeClient(
+            Transport(
+                karmada_config,
+                metrics=self.metrics.client,
+                reachability=Reachability(
+                    "Karmada control plane", on_lost=self.metrics.control_plane_unreachable.inc
+                ),
+            )
+        )
+        self.member = KubeClient(
+            Transport(
+                member_config,
+                metrics=self.metrics.client,
+                reachability=Reachability("member cluster API server"),
+            )
+        )
         self.log.info("clients ready", karmada=karmada_config.host, member=member_config.host)
         if self.options.karmada_kubeconfig:
             self.reloader = KubeconfigReloader(self.options, self.karmada.transport)

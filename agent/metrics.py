@@ -110,6 +110,12 @@ class AgentMetrics:
             [CLUSTER_LABEL, "result"],
             registry=registry,
         )
+        self.control_plane_unreachable = Counter(
+            "karmada_agent_control_plane_unreachable",
+            "Times the Karmada control plane became unreachable (a request got no response "
+            "after it had answered).",
+            registry=registry,
+        )
         info = build_info()
         self.build_info = Gauge(
             "karmada_agent_build_info",

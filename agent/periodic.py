@@ -26,6 +26,9 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from agent.kube.errors import KubeError
+from agent.kube.reachability import is_unreachable
+
 log = logging.getLogger(__name__)
 
 JobFunction = Callable[[], Awaitable[None]]
@@ -157,7 +160,18 @@ class Periodic:
         try:
             await self._func()
         except asyncio.CancelledError:
-            raise
+            if self._scheduler is not None:
+                raise
+            # Cancelled by stop() after its bound: expected, and not apscheduler's to report
+            # (it would log a traceback at error level).
+            log.debug("periodic job %s cancelled while stopping", self.name)
+        except KubeError as exc:
+            self.failures += 1
+            if is_unreachable(exc):
+                # Reported once for the whole outage by the server's Reachability.
+                log.debug("periodic job %s failed: %s", self.name, exc)
+            else:
+                log.warning("periodic job %s failed: %s", self.name, exc)
         except Exception:
             self.failures += 1
             log.exception("periodic job %s failed", self.name)

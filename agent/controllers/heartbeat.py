@@ -25,6 +25,7 @@ from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.leaderelection import micro_time
+from agent.kube.reachability import is_unreachable
 from agent.kube.resources import LEASES
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
@@ -134,7 +135,9 @@ class Heartbeat:
             self.renewals += 1
             return lease
         assert last_error is not None
-        log.warning(
+        # An unreachable control plane is reported once by its Reachability.
+        log.log(
+            logging.INFO if is_unreachable(last_error) else logging.WARNING,
             "heartbeat: Lease %s/%s not renewed after %d attempts: %s",
             self.namespace,
             self.cluster_name,

@@ -28,6 +28,7 @@ from agent.kube.errors import (
     KubeError,
     from_status,
 )
+from agent.kube.reachability import is_unreachable
 from agent.kube.store import Store, Transform, object_key
 
 log = logging.getLogger(__name__)
@@ -179,6 +180,9 @@ class Reflector:
                     log.info("%s: watch stream ended (%s); resuming", self.name, exc)
                 elif not isinstance(exc, KubeError):
                     log.exception("%s: unexpected error", self.name)
+                elif is_unreachable(exc):
+                    # The server's Reachability warned once for the whole outage.
+                    log.info("%s: %s; retrying in about %.1fs", self.name, exc, delay)
                 else:
                     log.warning("%s: %s; retrying in about %.1fs", self.name, exc, delay)
                 await self._clock.sleep(delay * (1.0 + random.random()))

@@ -36,6 +36,7 @@ from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
 from agent.kube.errors import ApiError, TransportError, WatchTimeoutError, from_response
 from agent.kube.ratelimit import TokenBucket
+from agent.kube.reachability import Reachability
 
 log = logging.getLogger(__name__)
 
@@ -357,10 +358,13 @@ class Transport:
         metrics: RequestMetrics | None = None,
         transport_factory: TransportFactory | None = None,
         clock: Clock = REAL_CLOCK,
+        reachability: Reachability | None = None,
         _connections: _Connections | None = None,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.metrics = metrics
+        # Told about every answer and every request that got none (shared with with_own_budget).
+        self.reachability = reachability or Reachability("API server")
         self._clock = clock
         self._connections = _connections or _Connections(
             config, transport_factory or default_transport_factory
@@ -379,6 +383,7 @@ class Transport:
             retry=self.retry,
             metrics=self.metrics,
             clock=self._clock,
+            reachability=self.reachability,
             _connections=self._connections,
         )
 
@@ -500,10 +505,12 @@ class Transport:
                     log.debug("retrying %s %s after %s", method, path, type(exc).__name__)
                     await self._clock.sleep(delay)
                     continue
+                self.reachability.failed(_describe(exc))
                 raise TransportError(
                     f"{method} {path}: {_describe(exc)}", method=method, url=path
                 ) from exc
             await self._release(slot)
+            self.reachability.answered()
             self._observe(method, str(response.status_code), started)
             result = Response(
                 status=response.status_code,
@@ -586,9 +593,11 @@ class Transport:
             except httpx.TransportError as exc:
                 self._observe(method, "<error>", started)
                 await self._release(slot)
+                self.reachability.failed(_describe(exc))
                 raise TransportError(
                     f"{method} {path}: {_describe(exc)}", method=method, url=path
                 ) from exc
+            self.reachability.answered()
             self._observe(method, str(response.status_code), started)
             try:
                 if response.status_code >= 400:

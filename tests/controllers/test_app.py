@@ -157,7 +157,7 @@ async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
             500, verb="update", resource="leases.coordination.k8s.io"
         )
         await wait_for(lambda: _stopped(manager), timeout=15)
-        assert agent.lost_leadership
+        await wait_for(lambda: _lost(agent), timeout=5)
         assert not agent.leading.is_set()
         assert not task.done()
         pair.karmada.faults.remove(rule.id)
@@ -229,6 +229,10 @@ async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path
 
 async def _stopped(manager: Any) -> bool:
     return not manager.running
+
+
+async def _lost(agent: Agent) -> bool:
+    return agent.lost_leadership
 
 
 async def _offline(pair: Pair) -> bool:

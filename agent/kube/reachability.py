@@ -1,0 +1,49 @@
+"""Whether an API server answers, as the requests to it find out.
+
+Every request of a Transport reports here: an HTTP response of any status means the server is
+reachable, a request that got no response at all (connect, TLS, reset, timeout) means it is not.
+The change is logged once each way (a warning when the server becomes unreachable, an info when
+it answers again) and counted, so an outage is one line, not a traceback per periodic job; the
+callers that retry log their failures at a lower level (see `is_unreachable`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from agent.kube.errors import TransportError
+
+log = logging.getLogger(__name__)
+
+
+def is_unreachable(exc: BaseException) -> bool:
+    """True for a failure that got no HTTP response: the Reachability of its server has
+    reported the outage already."""
+    return isinstance(exc, TransportError)
+
+
+class Reachability:
+    def __init__(self, name: str, *, on_lost: Callable[[], None] | None = None) -> None:
+        self.name = name
+        self.reachable = True
+        self.outages = 0
+        self._on_lost = on_lost
+        self._since = 0.0
+
+    def failed(self, error: str) -> None:
+        if not self.reachable:
+            return
+        self.reachable = False
+        self.outages += 1
+        self._since = time.monotonic()
+        log.warning("%s unreachable: %s", self.name, error)
+        if self._on_lost is not None:
+            self._on_lost()
+
+    def answered(self) -> None:
+        if self.reachable:
+            return
+        self.reachable = True
+        log.info("%s reachable again after %.0fs", self.name, time.monotonic() - self._since)
