@@ -25,6 +25,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from agent.kube.config import ClientConfig
 from agent.kube.errors import TransportError
+from bootstrap.waiting import reporting
 
 from .kubeconfig import anonymous_client_config, open_client
 from .tokens import BootstrapToken
@@ -186,25 +187,31 @@ async def retrieve_validated(
     delay = 0.2
     last_problem = ""
     progress(f"reading cluster-info from {server} (not trusting the server yet)")
-    while True:
-        try:
-            data = await _fetch(anonymous_client_config(server, None))
-        except TransportError as exc:
-            data, last_problem = None, str(exc)
-        if data is not None and key in data and "kubeconfig" in data:
-            break
-        if data is not None:
-            last_problem = (
-                f"cluster-info has no signature for token id {token.id!r}: the token is "
-                "unknown, expired or lacks the 'signing' usage, or the control plane's "
-                "bootstrapsigner controller is not running"
-            )
-        if loop.time() + delay > deadline:
-            raise DiscoveryError(
-                f"discovery gave up after {timeout:g}s: {last_problem or 'no cluster-info'}"
-            )
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 5.0)
+    async with reporting(
+        progress,
+        f"cluster-info signed for token id {token.id!r}",
+        timeout,
+        lambda: last_problem,
+    ):
+        while True:
+            try:
+                data = await _fetch(anonymous_client_config(server, None))
+            except TransportError as exc:
+                data, last_problem = None, str(exc)
+            if data is not None and key in data and "kubeconfig" in data:
+                break
+            if data is not None:
+                last_problem = (
+                    f"cluster-info has no signature for token id {token.id!r}: the token is "
+                    "unknown, expired or lacks the 'signing' usage, or the control plane's "
+                    "bootstrapsigner controller is not running"
+                )
+            if loop.time() + delay > deadline:
+                raise DiscoveryError(
+                    f"discovery gave up after {timeout:g}s: {last_problem or 'no cluster-info'}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     content = data["kubeconfig"]
     verify_detached(content, data[key], token)

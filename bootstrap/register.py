@@ -56,6 +56,7 @@ from .kubeconfig import (
     open_client,
     server_url,
 )
+from .waiting import reporting
 
 AGENT_SA = "karmada-agent-sa"
 AGENT_DEPLOYMENT = "karmada-agent"
@@ -254,29 +255,34 @@ async def _wait_ready(
 ) -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
-    next_report = start
     delay = 0.1
-    while True:
-        try:
-            cluster = await client.get(CLUSTERS, o.cluster_name)
-        except NotFoundError:
-            cluster = {}
-        conditions = (cluster.get("status") or {}).get("conditions") or []
-        if any(c.get("type") == CONDITION_READY and c.get("status") == "True" for c in conditions):
-            return
-        now = loop.time()
-        if now - start > o.discovery_timeout:
+    state = "not created yet"
+    progress(f"waiting for the agent to report Cluster {o.cluster_name} Ready")
+    async with reporting(
+        progress,
+        f"the agent to report Cluster {o.cluster_name} Ready",
+        o.discovery_timeout,
+        lambda: f"the Cluster is {state}",
+    ):
+        while True:
+            try:
+                cluster = await client.get(CLUSTERS, o.cluster_name)
+            except NotFoundError:
+                cluster = {}
+            conditions = (cluster.get("status") or {}).get("conditions") or []
+            if any(
+                c.get("type") == CONDITION_READY and c.get("status") == "True" for c in conditions
+            ):
+                return
             state = "not created yet" if not cluster else "not Ready"
-            raise RegisterError(
-                f"Cluster {o.cluster_name} is {state} after {o.discovery_timeout:g}s; check the "
-                f"agent: kubectl -n {o.namespace} get deploy/{AGENT_DEPLOYMENT} and "
-                f"kubectl -n {o.namespace} logs deploy/{AGENT_DEPLOYMENT}"
-            )
-        if now >= next_report:
-            progress(f"waiting for the agent to report Cluster {o.cluster_name} Ready")
-            next_report = now + 10.0
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 2.0)
+            if loop.time() - start > o.discovery_timeout:
+                raise RegisterError(
+                    f"Cluster {o.cluster_name} is {state} after {o.discovery_timeout:g}s; check "
+                    f"the agent: kubectl -n {o.namespace} get deploy/{AGENT_DEPLOYMENT} and "
+                    f"kubectl -n {o.namespace} logs deploy/{AGENT_DEPLOYMENT}"
+                )
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
 
 async def _control_plane_rbac(
@@ -388,15 +394,21 @@ async def run(
         async with open_client(bootstrap_client_config(server, ca_pem, token)) as bootstrap:
             key = csrs.new_private_key()
             try:
-                cert = await csrs.request_agent_certificate(
-                    bootstrap,
-                    f"{o.cluster_name}-{csrs.random_suffix()}",
-                    key,
-                    csrs.Subject(agent_user(o.cluster_name), (AGENT_GROUP,)),
-                    expiration_seconds=o.cert_expiration_seconds,
-                    timeout=o.discovery_timeout,
-                    progress=say,
-                )
+                async with reporting(
+                    say,
+                    "the agent's client certificate (a CertificateSigningRequest that Karmada's "
+                    "approver approves and the signer signs)",
+                    o.discovery_timeout,
+                ):
+                    cert = await csrs.request_agent_certificate(
+                        bootstrap,
+                        f"{o.cluster_name}-{csrs.random_suffix()}",
+                        key,
+                        csrs.Subject(agent_user(o.cluster_name), (AGENT_GROUP,)),
+                        expiration_seconds=o.cert_expiration_seconds,
+                        timeout=o.discovery_timeout,
+                        progress=say,
+                    )
             except UnauthorizedError:
                 raise RegisterError(
                     "the control plane rejected the bootstrap token: it is unknown, expired, "

@@ -31,7 +31,7 @@ from agent.options import parse_options
 from agent.testing.emulator import Emulator, run_emulator
 from agent.testing.pki import CertificateAuthority
 from agent.testing.wire import SYSTEM_ADMIN
-from bootstrap import csr, discovery, tokens
+from bootstrap import csr, discovery, tokens, waiting
 from bootstrap.cli import main_async
 from bootstrap.kubeconfig import (
     bootstrap_client_config,
@@ -601,3 +601,30 @@ async def test_token_list_hides_secrets_and_delete_removes(
     )
     assert code == 0
     assert await get(bed.cp, f"/api/v1/namespaces/kube-system/secrets/{token.secret_name}") is None
+
+
+async def test_register_says_what_it_waits_for(
+    bed: Bed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unknown token leaves discovery waiting for its signature: register says so at every
+    progress interval (10 s; a fraction of a second here) instead of waiting without a word."""
+    monkeypatch.setattr(waiting, "PROGRESS_EVERY", 0.3)
+    token = tokens.generate()  # never stored on the control plane: unknown
+    code, _, err = await bed.cli(
+        capsys,
+        "register",
+        bed.cp.url.removeprefix("https://"),
+        f"--token={token}",
+        f"--discovery-token-ca-cert-hash={discovery.spki_pin(bed.cp.ca_pem)}",
+        f"--kubeconfig={bed.member_kubeconfig}",
+        "--discovery-timeout=2s",
+    )
+    assert code == 1
+    lines = [line for line in err.splitlines() if "still waiting for" in line]
+    assert len(lines) >= 3
+    assert all(
+        line.startswith("[register] still waiting for cluster-info signed") for line in lines
+    )
+    assert f"no signature for token id {token.id!r}" in lines[-1]
+    assert "of 2s)" in lines[-1]
+    assert token.secret not in err
