@@ -86,6 +86,8 @@ class LeaderElector:
         self._observed_rv = ""
         self._leader = ""
         self._is_leader = False
+        # The lease as our last successful write returned it (the optimistic renewal's base).
+        self._latest: JsonDict | None = None
 
     @property
     def is_leader(self) -> bool:
@@ -189,6 +191,8 @@ class LeaderElector:
         }
 
     async def _try_acquire_or_renew(self) -> bool:
+        if await self._renew_optimistically():
+            return True
         cfg = self.config
         try:
             lease = await self.client.get(LEASES, cfg.name, namespace=cfg.namespace)
@@ -205,6 +209,7 @@ class LeaderElector:
                 log.debug("creating lease failed: %s", exc)
                 return False
             self._observe(created)
+            self._latest = created
             self._is_leader = True
             return True
         except KubeError as exc:
@@ -232,7 +237,32 @@ class LeaderElector:
             log.debug("updating lease failed: %s", exc)
             return False
         self._observe(result)
+        self._latest = result
         self._is_leader = True
+        return True
+
+    async def _renew_optimistically(self) -> bool:
+        """client-go's fast path: a leader whose lease is still valid renews with one update
+        built from the lease its last write returned (no GET). Any failure (a conflict: someone
+        else wrote the lease) falls back to reading it."""
+        latest, self._latest = self._latest, None
+        record = self._observed_record or {}
+        duration = float(record.get("leaseDurationSeconds") or self.config.lease_duration)
+        if (
+            latest is None
+            or not self._is_leader
+            or self._observed_at + duration <= self._clock.now()
+        ):
+            return False
+        spec = self._spec(int(record.get("leaseTransitions") or 0), record.get("acquireTime"))
+        updated = {**latest, "spec": {**(latest.get("spec") or {}), **spec}}
+        try:
+            result = await self.client.replace(LEASES, updated, namespace=self.config.namespace)
+        except KubeError as exc:
+            log.debug("optimistic lease update failed (%s); reading the lease", exc)
+            return False
+        self._observe(result)
+        self._latest = result
         return True
 
     async def _release(self) -> None:

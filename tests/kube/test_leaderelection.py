@@ -135,3 +135,31 @@ async def test_loses_leadership_when_renewals_fail() -> None:
     assert log == ["start c", "stop c"]
     assert not le.is_leader
     assert lease(api)["spec"]["holderIdentity"] == "c"  # lost, so no release was attempted
+
+
+async def test_a_leader_renews_with_one_update_and_reads_after_a_conflict() -> None:
+    api = FakeApi()
+    log: list[str] = []
+    le = elector(api, "a", log)
+    task = asyncio.create_task(le.run())
+    try:
+        await wait_for(lambda: log == ["start a"])
+        api.calls.clear()
+
+        def renewals() -> list[str]:
+            return [c.method for c in api.calls if c.path.startswith(PATH)]
+
+        await wait_for(lambda: renewals().count("PUT") >= 3)
+        # client-go's fast path: the leader updates the lease its last write returned.
+        assert "GET" not in renewals()
+        # Someone else writes the lease: the next update conflicts, the lease is read again.
+        current = lease(api)
+        api.seed(PATH, {**current, "metadata": {**current["metadata"], "labels": {"x": "y"}}})
+        api.calls.clear()
+        await wait_for(lambda: "GET" in renewals() and renewals()[-1] == "PUT")
+        assert le.is_leader
+        assert lease(api)["metadata"]["labels"] == {"x": "y"}
+        assert lease(api)["spec"]["holderIdentity"] == "a"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
