@@ -41,6 +41,9 @@ OpenApiFn = Callable[[Registry, ApiRequest], ApiResponse]
 _dumps = json.JSONEncoder(separators=(",", ":")).encode
 NOT_FOUND_MESSAGE = "the server could not find the requested resource"
 
+# kube-apiserver's MaxRequestBodyBytes (twice etcd's 1.5 MiB, for JSON-to-protobuf growth).
+MAX_REQUEST_BODY_BYTES = 3 * 1024 * 1024
+
 
 async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
@@ -182,6 +185,13 @@ class ApiServer:
                 raise ApiError(404, "NotFound", NOT_FOUND_MESSAGE, {})
             if not rt.namespaced and ns:
                 raise ApiError(404, "NotFound", NOT_FOUND_MESSAGE, {})
+        if len(req.body or b"") > MAX_REQUEST_BODY_BYTES:
+            # kube-apiserver's request scope reads at most this much of a write's body.
+            raise ApiError(
+                413,
+                "RequestEntityTooLarge",
+                f"Request entity too large: limit is {MAX_REQUEST_BODY_BYTES}",
+            )
         h = self.handlers
         custom = self.subresource_handlers.get((rt.group, rt.resource, sub)) if sub else None
         if custom is not None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from . import tables
 from .errors import field_cause
 from .registry import ALL_VERBS, JSON, Cause, FieldExtractor, ResourceType, ScaleSpec
-from .selectors import get_path
+from .selectors import get_path, selector_from_label_selector
 from .wire import UserInfo
 
 SchemaFactory = Callable[[str, str, str], Any]
@@ -170,6 +171,101 @@ def _go_value(value: Any) -> str:
     return "v1.LabelSelector{...}" if isinstance(value, dict) else repr(value)
 
 
+# core.MaxSecretSize: what a ConfigMap's data and binaryData, or a Secret's data, may total.
+MAX_DATA_BYTES = 1024 * 1024
+
+
+def _too_long(field: str, limit: int) -> Cause:
+    return field_cause("FieldValueTooLong", field, f"Too long: may not be more than {limit} bytes")
+
+
+def _data_bytes(values: Any, *, encoded: bool) -> int:
+    """The bytes of a data map's values (base64-decoded when `encoded`)."""
+    total = 0
+    for value in (values or {}).values() if isinstance(values, dict) else ():
+        if not isinstance(value, str):
+            continue
+        if encoded:
+            total += len(value) * 3 // 4 - value[-2:].count("=")
+        else:
+            total += len(value.encode())
+    return total
+
+
+def _configmap_validate(new: JSON, old: JSON | None) -> list[Cause]:
+    """ValidateConfigMap's size rule (data plus binaryData), then immutability."""
+    causes = _immutable_data(new, old)
+    size = _data_bytes(new.get("data"), encoded=False)
+    size += _data_bytes(new.get("binaryData"), encoded=True)
+    if size > MAX_DATA_BYTES:
+        causes.insert(0, _too_long("[]", MAX_DATA_BYTES))
+    return causes
+
+
+def _port_causes(spec: JSON) -> list[Cause]:
+    """ValidateService's port ranges: port, an integer targetPort, nodePort."""
+    causes: list[Cause] = []
+    ports = spec.get("ports")
+    for i, port in enumerate(ports if isinstance(ports, list) else []):
+        if not isinstance(port, dict):
+            continue
+        for key in ("port", "targetPort", "nodePort"):
+            value = port.get(key)
+            if not isinstance(value, int) or isinstance(value, bool):
+                continue
+            if key == "nodePort" and value == 0:
+                continue  # unset: allocated by the server
+            if not 1 <= value <= 65535:
+                causes.append(
+                    field_cause(
+                        "FieldValueInvalid",
+                        f"spec.ports[{i}].{key}",
+                        f"Invalid value: {value}: must be between 1 and 65535, inclusive",
+                    )
+                )
+    return causes
+
+
+def _service_validate(new: JSON, old: JSON | None) -> list[Cause]:
+    spec = new.get("spec")
+    return _port_causes(spec) if isinstance(spec, dict) else []
+
+
+def _go_string_map(labels: dict[str, Any]) -> str:
+    """Go's %#v of a map[string]string (keys sorted)."""
+    inner = ", ".join(f"{json.dumps(k)}:{json.dumps(str(v))}" for k, v in sorted(labels.items()))
+    return f"map[string]string{{{inner}}}"
+
+
+def _template_matches_selector(new: JSON) -> list[Cause]:
+    """apps validation: a selector that selects nothing of its own pod template is refused."""
+    spec = new.get("spec") or {}
+    selector = spec.get("selector")
+    template = spec.get("template")
+    if not isinstance(selector, dict) or not isinstance(template, dict):
+        return []
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    matcher = selector_from_label_selector(selector)
+    if matcher.empty() or matcher.matches(labels):
+        return []
+    return [
+        field_cause(
+            "FieldValueInvalid",
+            "spec.template.metadata.labels",
+            f"Invalid value: {_go_string_map(labels)}: `selector` does not match template `labels`",
+        )
+    ]
+
+
+def _workload_validate(new: JSON, old: JSON | None) -> list[Cause]:
+    """Deployments, ReplicaSets and StatefulSets: replicas, selector immutability, template."""
+    return [*_replicas_nonnegative(new, old), *_template_matches_selector(new)]
+
+
+def _daemonset_validate(new: JSON, old: JSON | None) -> list[Cause]:
+    return [*_selector_immutable(new, old), *_template_matches_selector(new)]
+
+
 def _immutable_data(new: JSON, old: JSON | None) -> list[Cause]:
     if old is None or not old.get("immutable"):
         return []
@@ -196,6 +292,8 @@ def _immutable_data(new: JSON, old: JSON | None) -> list[Cause]:
 
 def _secret_validate(new: JSON, old: JSON | None) -> list[Cause]:
     causes = _immutable_data(new, old)
+    if _data_bytes(new.get("data"), encoded=True) > MAX_DATA_BYTES:
+        causes.insert(0, _too_long("data", MAX_DATA_BYTES))
     if old is not None and new.get("type", "Opaque") != old.get("type", "Opaque"):
         causes.append(
             field_cause(
@@ -262,7 +360,6 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
         source=_EVENT_SOURCE,
         type=_path("type"),
     )
-    apps_validate = _selector_immutable
     return [
         # core/v1
         t("", "v1", "namespaces", "Namespace", False, short_names=("ns",),
@@ -271,13 +368,13 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
           prepare_update=_namespace_prepare_update, return_deleted_object=True,
           field_labels={"status.phase": _path("status.phase")}),
         t("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",),
-          validate=_immutable_data),
+          validate=_configmap_validate),
         t("", "v1", "secrets", "Secret", True, field_labels={"type": _path("type")},
           prepare_create=_secret_prepare_create, validate=_secret_validate),
         t("", "v1", "services", "Service", True, short_names=("svc",), categories=("all",),
           verbs=NO_COLLECTION_DELETE, subresources=status, allow_create_on_update=True,
           reset_status_on_create=True, name_validation="label1035",
-          prepare_create=_service_prepare_create,
+          prepare_create=_service_prepare_create, validate=_service_validate,
           field_labels={"spec.clusterIP": _path("spec.clusterIP"), "spec.type": _path("spec.type")}),
         t("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=("sa",)),
         t("", "v1", "pods", "Pod", True, short_names=("po",), categories=("all",),
@@ -295,16 +392,16 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
         t("apps", "v1", "deployments", "Deployment", True, short_names=("deploy",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
           tracks_generation=True, generation_on_annotations=True, reset_status_on_create=True,
-          validate=_replicas_nonnegative),
+          validate=_workload_validate),
         t("apps", "v1", "statefulsets", "StatefulSet", True, short_names=("sts",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
-          tracks_generation=True, reset_status_on_create=True, validate=_replicas_nonnegative),
+          tracks_generation=True, reset_status_on_create=True, validate=_workload_validate),
         t("apps", "v1", "daemonsets", "DaemonSet", True, short_names=("ds",),
           categories=("all",), subresources=status, tracks_generation=True,
-          reset_status_on_create=True, validate=apps_validate),
+          reset_status_on_create=True, validate=_daemonset_validate),
         t("apps", "v1", "replicasets", "ReplicaSet", True, short_names=("rs",),
           categories=("all",), subresources=scale_status, scale=spec_scale,
-          tracks_generation=True, reset_status_on_create=True, validate=_replicas_nonnegative,
+          tracks_generation=True, reset_status_on_create=True, validate=_workload_validate,
           field_labels={"status.replicas": _path("status.replicas", "0")}),
         # batch/v1
         t("batch", "v1", "jobs", "Job", True, categories=("all",), subresources=status,

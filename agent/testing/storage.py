@@ -28,6 +28,19 @@ GR = tuple[str, str]
 _dumps = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+# etcd's default --max-request-bytes: the largest write it accepts (1.5 MiB).
+ETCD_MAX_REQUEST_BYTES = 1536 * 1024
+
+
+def _within_etcd_limit(body: bytes) -> bytes:
+    """The stored encoding, if etcd would take a write of it; kube-apiserver passes etcd's
+    refusal on as a 500 with etcd's message. (etcd stores protobuf, a little smaller than this
+    JSON: objects just under the limit may be refused here that etcd would take.)"""
+    if len(body) > ETCD_MAX_REQUEST_BYTES:
+        raise errors.ApiError(500, "", "etcdserver: request is too large")
+    return body
+
+
 def encode_body(obj: JSON) -> bytes:
     """The object's JSON without kind and apiVersion (those are written per request)."""
     body = {k: v for k, v in obj.items() if k != "kind" and k != "apiVersion"}
@@ -217,7 +230,7 @@ class Storage:
         obj = self._stamp(obj, rv)
         ns = obj["metadata"].get("namespace", "")
         name = obj["metadata"]["name"]
-        stored = Stored(obj, encode_body(obj), rv)
+        stored = Stored(obj, _within_etcd_limit(encode_body(obj)), rv)
         store.objects.setdefault(ns, {})[name] = stored
         store.count += 1
         self._record(store, Event("ADDED", rv, ns, name, obj, stored.body))
@@ -231,7 +244,7 @@ class Storage:
         prev = store.objects[ns][name]
         rv = self._next()
         obj = self._stamp(obj, rv)
-        stored = Stored(obj, encode_body(obj), rv)
+        stored = Stored(obj, _within_etcd_limit(encode_body(obj)), rv)
         store.objects[ns][name] = stored
         self._record(store, Event("MODIFIED", rv, ns, name, obj, stored.body, prev.obj))
         return stored
