@@ -1,7 +1,8 @@
 """The agent's main job under load: Work -> applied latency, throughput and footprint.
 
     python -m bench.agent_latency [--works 200] [--rate 0] [--lifted] [--idle-seconds 60]
-                                  [--agent-arg=--kube-api-qps=100 ...] [--out FILE]
+                                  [--agent-arg=--kube-api-qps=100 ...] [--agent-python PY]
+                                  [--profile FILE] [--out FILE]
 
 Starts an emulated control plane and member, each in a process of its own
 (bench.emulators), and the real agent as a third process (`python -m agent`). Once the
@@ -126,7 +127,12 @@ async def wait_until(check: Any, timeout: float, what: str) -> None:
 
 
 async def run(
-    works: int, rate: float, agent_args: list[str], idle_seconds: float, profile: str = ""
+    works: int,
+    rate: float,
+    agent_args: list[str],
+    idle_seconds: float,
+    profile: str = "",
+    agent_python: str = sys.executable,
 ) -> JSON:
     directory = Path(tempfile.mkdtemp(prefix="agent-bench-"))
     async with (
@@ -136,7 +142,7 @@ async def run(
         log = (directory / "agent.log").open("wb")
         profiler = ["-m", "cProfile", "-o", profile] if profile else []
         agent = await asyncio.create_subprocess_exec(
-            sys.executable, *profiler, "-m", "agent",
+            agent_python, *profiler, "-m", "agent",
             f"--karmada-kubeconfig={cp.client_kubeconfig}",
             f"--kubeconfig={member.client_kubeconfig}",
             f"--cluster-name={CLUSTER}", "--leader-elect=false",
@@ -348,10 +354,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--profile", default="", help="run the agent under cProfile, writing stats to this file"
     )
+    parser.add_argument(
+        "--agent-python",
+        default=sys.executable,
+        help="interpreter that runs the agent, e.g. a venv with only the wheel installed, as in "
+        "the image (the development venv has dev tools that libraries import when present)",
+    )
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args(argv)
     agent_args = [*(LIFTED_LIMITS if args.lifted else ()), *args.agent_arg]
-    result = asyncio.run(run(args.works, args.rate, agent_args, args.idle_seconds, args.profile))
+    result = asyncio.run(
+        run(
+            args.works,
+            args.rate,
+            agent_args,
+            args.idle_seconds,
+            args.profile,
+            args.agent_python,
+        )
+    )
     report(result, args.out)
     return 0
 
