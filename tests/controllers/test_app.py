@@ -156,8 +156,8 @@ async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
         rule = pair.karmada.faults.add_error(
             500, verb="update", resource="leases.coordination.k8s.io"
         )
-        await wait_for(lambda: _stopped(manager), timeout=15)
-        await wait_for(lambda: _lost(agent), timeout=5)
+        await wait_for(lambda: controllers_stopped(manager), timeout=15)
+        await wait_for(lambda: lost_leadership(agent), timeout=5)
         assert not agent.leading.is_set()
         assert not task.done()
         pair.karmada.faults.remove(rule.id)
@@ -227,11 +227,11 @@ async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path
             assert await asyncio.wait_for(task, 15) == EXIT_OK
 
 
-async def _stopped(manager: Any) -> bool:
+async def controllers_stopped(manager: Any) -> bool:
     return not manager.running
 
 
-async def _lost(agent: Agent) -> bool:
+async def lost_leadership(agent: Agent) -> bool:
     return agent.lost_leadership
 
 

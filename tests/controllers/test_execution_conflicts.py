@@ -8,20 +8,18 @@ from typing import Any
 from agent.controllers.work_informer import WORKS
 from agent.karmada import names
 
+from .test_execution import APPLIED_FAILED, APPLIED_OK
 from .test_execution_harness import (
     CONFIGMAPS,
     EXEC_NS,
     condition,
     configmap,
     eventually,
-    has_condition,
     karmada_work,
     running_pair,
 )
 
 JsonDict = dict[str, Any]
-APPLIED_OK = has_condition(names.WORK_APPLIED, "True", names.REASON_APPLIED_SUCCESSFUL)
-APPLIED_FAILED = has_condition(names.WORK_APPLIED, "False", names.REASON_APPLIED_FAILED)
 
 
 def _applied_message(work: JsonDict) -> str:

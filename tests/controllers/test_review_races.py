@@ -15,6 +15,7 @@ from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
 
 from .clusterenv import emulator_pair, wait_for
+from .test_app import controllers_stopped, lost_leadership
 from .test_execution_harness import (
     CONFIGMAPS,
     DEPLOYMENTS,
@@ -139,22 +140,14 @@ async def test_lost_leadership_abandons_in_flight_applies_at_once(tmp_path: Path
         assert manager is not None
         env.karmada.faults.add_error(500, verb="update", resource="leases.coordination.k8s.io")
         # Well within the 30 s shutdown bound and the 30 s stuck apply.
-        await wait_for(lambda: _stopped(manager), timeout=8)
-        await wait_for(lambda: _lost(agent), timeout=2)
+        await wait_for(lambda: controllers_stopped(manager), timeout=8)
+        await wait_for(lambda: lost_leadership(agent), timeout=2)
         # The stuck apply itself was cancelled, not left running behind the manager's back.
         await wait_for(_no_execution_workers, timeout=2)
         # The replica campaigns again rather than exiting.
         assert not task.done()
         agent.stop_event.set()
         assert await asyncio.wait_for(task, 10) == EXIT_OK
-
-
-async def _stopped(manager: Any) -> bool:
-    return not manager.running
-
-
-async def _lost(agent: Agent) -> bool:
-    return agent.lost_leadership
 
 
 async def _ready(env: Any) -> bool:
