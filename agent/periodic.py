@@ -10,6 +10,10 @@ random 0..`jitter` seconds; never overlaps itself (max_instances=1) and folds mi
 
 apscheduler's shutdown cancels coroutine jobs that are still running, so `stop()` first pauses
 the job and awaits its in-flight run (up to a bound) before removing it.
+
+Timing follows the job's `Clock`: the scheduler's wake-up timer is set on it, so a test with a
+`FakeClock` moves the schedule by advancing the clock. apscheduler reads "now" from the wall
+clock (`datetime.now`), which the test moves with the fake clock (tests/fakewall.py).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from apscheduler.jobstores.base import JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
+from agent.kube.clock import REAL_CLOCK, Clock, TimerHandle
 from agent.kube.errors import KubeError
 from agent.kube.reachability import is_unreachable
 
@@ -45,11 +50,31 @@ logging.getLogger("apscheduler.scheduler").addFilter(_SkippedRunFilter())
 logging.getLogger("apscheduler.executors.default").addFilter(_SkippedRunFilter())
 
 
-class SharedScheduler:
-    """One apscheduler scheduler per event loop for every Periodic job on it."""
+class _ClockScheduler(AsyncIOScheduler):  # type: ignore[misc]
+    """apscheduler's asyncio scheduler with its wake-up timer on a `Clock`."""
 
-    def __init__(self) -> None:
-        self.scheduler = AsyncIOScheduler(timezone=UTC)
+    def __init__(self, clock: Clock, **options: Any) -> None:
+        super().__init__(**options)
+        self._clock = clock
+        self._timer: TimerHandle | None = None
+
+    def _start_timer(self, wait_seconds: float | None) -> None:
+        self._stop_timer()
+        if wait_seconds is not None:
+            self._timer = self._clock.call_later(wait_seconds, self.wakeup)
+
+    def _stop_timer(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+
+class SharedScheduler:
+    """One apscheduler scheduler per event loop and clock for every Periodic job on it."""
+
+    def __init__(self, clock: Clock = REAL_CLOCK) -> None:
+        self.clock = clock
+        self.scheduler = _ClockScheduler(clock, timezone=UTC)
         self.jobs: dict[str, Periodic] = {}
         self.scheduler.add_listener(self._skipped, EVENT_JOB_MAX_INSTANCES)
 
@@ -84,22 +109,22 @@ class SharedScheduler:
             self.scheduler.remove_job(job.job_id)
         if not self.jobs and self.scheduler.running:
             self.scheduler.shutdown(wait=False)
-            _SCHEDULERS.pop(_loop_key(), None)
+            _SCHEDULERS.pop(_key(self.clock), None)
 
 
-_SCHEDULERS: dict[int, SharedScheduler] = {}
+_SCHEDULERS: dict[tuple[int, int], SharedScheduler] = {}
 
 
-def _loop_key() -> int:
-    return id(asyncio.get_running_loop())
+def _key(clock: Clock) -> tuple[int, int]:
+    return id(asyncio.get_running_loop()), id(clock)
 
 
-def shared_scheduler() -> SharedScheduler:
-    """The scheduler of the running event loop (created on first use)."""
-    key = _loop_key()
+def shared_scheduler(clock: Clock = REAL_CLOCK) -> SharedScheduler:
+    """The scheduler of the running event loop and `clock` (created on first use)."""
+    key = _key(clock)
     scheduler = _SCHEDULERS.get(key)
     if scheduler is None:
-        scheduler = _SCHEDULERS[key] = SharedScheduler()
+        scheduler = _SCHEDULERS[key] = SharedScheduler(clock)
     return scheduler
 
 
@@ -116,6 +141,7 @@ class Periodic:
         jitter: float | None = None,
         run_at_start: bool = True,
         misfire_grace_time: float | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
@@ -126,6 +152,7 @@ class Periodic:
         self.jitter = jitter
         self.run_at_start = run_at_start
         self._misfire = misfire_grace_time if misfire_grace_time is not None else interval
+        self.clock = clock
         self._scheduler: SharedScheduler | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self.runs = 0
@@ -141,7 +168,7 @@ class Periodic:
         """Start scheduling on the loop's shared scheduler (call from inside the running loop)."""
         if self._scheduler is not None:
             return
-        scheduler = shared_scheduler()
+        scheduler = shared_scheduler(self.clock)
         trigger = IntervalTrigger(seconds=self.interval, jitter=self.jitter, timezone=UTC)
         extra: dict[str, Any] = {"misfire_grace_time": max(1, int(self._misfire))}
         if self.run_at_start:

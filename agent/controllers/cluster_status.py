@@ -292,7 +292,13 @@ class ClusterStatusController:
             self.cluster_name,
             lease_duration=self.options.cluster_lease_duration.total_seconds(),
             renew_interval=self.options.cluster_lease_renew_interval.total_seconds(),
+            clock=self._clock,
         )
+
+    @property
+    def periodic(self) -> Periodic | None:
+        """The scheduled sync job while running."""
+        return self._periodic
 
     # --- Runnable ------------------------------------------------------------------------------
 
@@ -307,6 +313,7 @@ class ClusterStatusController:
             self.sync_once,
             interval,
             jitter=min(2.0, interval * 0.1),
+            clock=self._clock,
         )
         await self._periodic.start()
 

@@ -80,6 +80,7 @@ class Heartbeat:
             self.renew_interval,
             # Small jitter: the renew interval is already a fraction of the lease duration.
             jitter=min(1.0, self.renew_interval * 0.04),
+            clock=self._clock,
         )
         await self._periodic.start()
         log.info(

@@ -1,5 +1,5 @@
-"""clusterStatus: unit tests of the pieces, and sync passes against emulators (job function
-called directly, as apscheduler's wall clock cannot be driven)."""
+"""clusterStatus: unit tests of the pieces, and sync passes against emulators (the job function
+called directly, or scheduled on a fake clock)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
 from tests.controllers.clusterenv import emulator_pair, kube_client, wait_for
+from tests.fakewall import wall_fake_clock
 
 READY = observed_ready_condition(Health(True, True))
 UNREACHABLE = observed_ready_condition(Health(False, False))
@@ -274,43 +275,53 @@ async def test_offline_member_is_reported_after_the_failure_threshold(tmp_path: 
         )
         await register(karmada, member, options)
         await wait_for(lambda: _has_finalizer(pair), timeout=10)
-        clock = FakeClock()
-        controller = ClusterStatusController(
-            karmada=karmada, member=member, options=options, clock=clock
-        )
-        try:
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            assert condition(obj, "Ready")["status"] == "True"
-            version_before = obj["status"]["kubernetesVersion"]
+        with wall_fake_clock() as clock:
+            controller = ClusterStatusController(
+                karmada=karmada, member=member, options=options, clock=clock
+            )
+            await controller.start()
+            try:
+                periodic = controller.periodic
+                assert periodic is not None
+                runs = 1
+                assert await periodic.wait_runs(runs, timeout=10)
 
-            await pair.member.faults.go_offline()
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            assert condition(obj, "Ready")["status"] == "True"
-            clock.advance(31)
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            ready = condition(obj, "Ready")
-            assert (ready["status"], ready["reason"]) == ("False", "ClusterNotReachable")
-            # Offline: only the Ready condition changes; collected fields are kept.
-            assert obj["status"]["kubernetesVersion"] == version_before
+                async def ready_after_next_sync() -> dict[str, Any]:
+                    # One scheduled sync per step: the interval is 10 s plus up to 1 s of jitter.
+                    nonlocal runs
+                    runs += 1
+                    clock.advance(11)
+                    assert await periodic.wait_runs(runs, timeout=10)
+                    obj = await pair.cluster()
+                    assert obj is not None
+                    return obj
 
-            await pair.member.faults.come_back()
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            assert condition(obj, "Ready")["status"] == "False"
-            clock.advance(21)
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            assert condition(obj, "Ready")["reason"] == "ClusterReady"
-        finally:
-            await controller.stop()
+                obj = await pair.cluster()
+                assert obj is not None
+                assert condition(obj, "Ready")["status"] == "True"
+                version_before = obj["status"]["kubernetesVersion"]
+
+                await pair.member.faults.go_offline()
+                # Failures seen at +0, +11 and +22 s are within the 30 s threshold.
+                for _ in range(3):
+                    obj = await ready_after_next_sync()
+                    assert condition(obj, "Ready")["status"] == "True"
+                obj = await ready_after_next_sync()
+                ready = condition(obj, "Ready")
+                assert (ready["status"], ready["reason"]) == ("False", "ClusterNotReachable")
+                # Offline: only the Ready condition changes; collected fields are kept.
+                assert obj["status"]["kubernetesVersion"] == version_before
+
+                await pair.member.faults.come_back()
+                # Successes at +0 and +11 s are within the 20 s threshold.
+                for _ in range(2):
+                    obj = await ready_after_next_sync()
+                    assert condition(obj, "Ready")["status"] == "False"
+                obj = await ready_after_next_sync()
+                assert condition(obj, "Ready")["reason"] == "ClusterReady"
+                assert periodic.skips == 0
+            finally:
+                await controller.stop()
 
 
 class _Recorder:

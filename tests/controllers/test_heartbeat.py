@@ -9,6 +9,7 @@ from pathlib import Path
 from agent.controllers.heartbeat import Heartbeat
 from agent.registration import register
 from tests.controllers.clusterenv import emulator_pair, kube_client, wait_for
+from tests.fakewall import wall_fake_clock
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases/member1"
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -77,24 +78,34 @@ async def test_owner_added_to_an_existing_lease_and_retries(tmp_path: Path) -> N
         assert MICRO.match(lease["spec"]["renewTime"])
 
 
-async def test_scheduled_heartbeat_keeps_renewing(tmp_path: Path) -> None:
+async def test_scheduled_heartbeat_renews_every_interval_of_its_clock(tmp_path: Path) -> None:
     async with (
         emulator_pair(tmp_path) as pair,
         kube_client(pair.karmada_kubeconfig) as karmada,
         kube_client(pair.member_kubeconfig) as member,
     ):
         await register(karmada, member, pair.options(report_secrets=()))
-        heartbeat = Heartbeat(karmada, "member1", lease_duration=4, renew_interval=0.3)
-        await heartbeat.start()
-        try:
-            await wait_for(lambda: _renewals_at_least(heartbeat, 3), timeout=10)
-        finally:
-            await heartbeat.stop()
-        assert not heartbeat.running
-        lease = await pair.karmada_get(LEASE)
-        assert lease is not None
-        renew = datetime.strptime(lease["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ")
-        assert datetime.now(UTC).replace(tzinfo=None) - renew < timedelta(seconds=5)
+        with wall_fake_clock() as clock:
+            started = datetime.now(UTC).replace(tzinfo=None)
+            heartbeat = Heartbeat(
+                karmada, "member1", lease_duration=40, renew_interval=10, clock=clock
+            )
+            await heartbeat.start()
+            try:
+                for renewals in (1, 2, 3):
+                    await wait_for(lambda n=renewals: _renewals_at_least(heartbeat, n), timeout=10)
+                    assert heartbeat.renewals == renewals
+                    clock.advance(10.5)  # the interval plus its jitter (at most 4%)
+                await wait_for(lambda: _renewals_at_least(heartbeat, 4), timeout=10)
+            finally:
+                await heartbeat.stop()
+            assert not heartbeat.running
+            lease = await pair.karmada_get(LEASE)
+            assert lease is not None
+            renew = datetime.strptime(lease["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ")
+            # The fourth renewal happened three advances (31.5 s of the clock) after the start.
+            assert renew - started >= timedelta(seconds=31.5)
+            assert datetime.now(UTC).replace(tzinfo=None) - renew < timedelta(seconds=5)
 
 
 async def _renewals_at_least(heartbeat: Heartbeat, count: int) -> bool:

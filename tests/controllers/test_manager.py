@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 from typing import Any, cast
 
 import pytest
@@ -14,6 +15,7 @@ from agent.controllers.manager import ControllerManager
 from agent.options import CONTROLLERS, Options
 from agent.periodic import Periodic, shared_scheduler
 from tests import polling
+from tests.fakewall import wall_fake_clock
 
 
 class Recorder:
@@ -107,6 +109,33 @@ async def test_periodic_runs_without_overlap_and_stop_waits_for_inflight() -> No
     assert most == 1
     assert finished == 1  # the in-flight run finished instead of being cancelled
     assert not periodic.running
+
+
+async def test_periodic_schedule_follows_the_injected_clock() -> None:
+    with wall_fake_clock() as clock:
+        ran_at: list[float] = []
+
+        async def job() -> None:
+            ran_at.append(clock.now())
+
+        periodic = Periodic("clocked", job, 30, clock=clock)
+        await periodic.start()
+        try:
+            assert await periodic.wait_runs(1, timeout=5)
+            scheduled = shared_scheduler(clock).scheduler.get_job(periodic.job_id)
+            first = scheduled.next_run_time - timedelta(seconds=30)
+            clock.advance(30)
+            assert await periodic.wait_runs(2, timeout=5)
+            # Three intervals at once are folded into one run (coalesce), then the schedule
+            # goes on from the last interval boundary.
+            clock.advance(90)
+            assert await periodic.wait_runs(3, timeout=5)
+            scheduled = shared_scheduler(clock).scheduler.get_job(periodic.job_id)
+            assert scheduled.next_run_time - first == timedelta(seconds=150)
+        finally:
+            await periodic.stop()
+        assert ran_at == [1000.0, 1030.0, 1120.0]
+        assert periodic.skips == 0
 
 
 async def test_periodic_keeps_going_after_failures() -> None:

@@ -161,7 +161,7 @@ async def test_controller_stop_bounds_in_flight() -> None:
 
     async def slow(key: str) -> None:
         started.set()
-        await asyncio.sleep(60)
+        await asyncio.Event().wait()  # never finishes: stop() must give up after its bound
 
     ctl = Controller("s", q, slow)
     ctl.start()
