@@ -217,7 +217,7 @@ class Agent:
         assert self.member is not None
         karmada_mapper = RESTMapper(self.karmada)
         member_mapper = RESTMapper(self.member)
-        member_objects = MemberObjects(self.member, member_mapper, self.options)
+        member_objects = MemberObjects(self.member, self.options)
         # Events get a client of their own, as upstream's event recorder does: its own QPS/burst
         # budget, so a burst of Events never delays Work status writes (same connections).
         self.events = EventRecorder(

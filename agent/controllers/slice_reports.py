@@ -25,12 +25,12 @@ from agent.karmada.collected import Reporter
 from agent.kube.client import KubeClient
 from agent.kube.controller import Controller, Result, RetryableError
 from agent.kube.errors import NotFoundError
+from agent.kube.informers import typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.workqueue import WorkQueue
 from agent.resources import WORKS
 
-from .member_objects import typed_transform
 from .work_informer import WorkInformer, controller_rate_limiter
 
 if TYPE_CHECKING:

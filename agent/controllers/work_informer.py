@@ -21,13 +21,12 @@ from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
 from agent.kube.client import GVR, KubeClient
 from agent.kube.controller import Controller, Result
+from agent.kube.informers import typed_transform
 from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
 from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
 from agent.kube.workqueue import WorkQueue
 from agent.options import Options
 from agent.resources import CLUSTERS, WORKS
-
-from .member_objects import typed_transform
 
 log = structlog.get_logger(__name__)
 

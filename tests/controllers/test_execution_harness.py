@@ -412,7 +412,7 @@ async def running_pair(
         )
         metrics = StubMetrics()
         member_mapper = RESTMapper(member_client)
-        member_objects = MemberObjects(member_client, member_mapper, Options())
+        member_objects = MemberObjects(member_client, Options())
         events = EventRecorder(karmada, component="karmada-agent")
         ctx = AgentContext(
             options=Options(cluster_name=CLUSTER, concurrent_work_syncs=3),

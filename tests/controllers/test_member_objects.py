@@ -6,7 +6,6 @@ from typing import Any
 
 from agent.controllers.member_objects import MemberObjects
 from agent.karmada import names
-from agent.kube.discovery import RESTMapper
 from agent.options import Options
 from agent.testing.emulator import run_emulator
 
@@ -23,7 +22,7 @@ def managed(obj: JsonDict) -> JsonDict:
 async def test_caches_only_managed_objects_and_reports_changes() -> None:
     async with run_emulator("member") as emu:
         client = kube_client(emu)
-        objects = MemberObjects(client, RESTMapper(client), Options())
+        objects = MemberObjects(client, Options())
         seen: list[tuple[str, str]] = []
         unsubscribe = objects.subscribe(lambda t, _g, o: seen.append((t, o["metadata"]["name"])))
         try:
@@ -88,7 +87,7 @@ async def test_caches_only_managed_objects_and_reports_changes() -> None:
 async def test_a_failing_subscriber_does_not_stop_the_others() -> None:
     async with run_emulator("member") as emu:
         client = kube_client(emu)
-        objects = MemberObjects(client, RESTMapper(client))
+        objects = MemberObjects(client)
         good: list[str] = []
 
         def bad(_t: str, _g: Any, _o: JsonDict) -> None:

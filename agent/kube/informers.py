@@ -1,0 +1,205 @@
+"""Informers of the objects of many resource types, selected by label, started on demand.
+
+`SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
+that match a label selector, and beside it a second list+watch of the complement keeping only
+names, so "does some other object exist under this name?" is answered from memory
+(`known_absent`). Until both have synced, callers do a live GET. Subscribers hear every change
+of every watched type.
+
+A watch with a label selector reports an object that stops matching (its label removed) as
+DELETED, which is what a subscriber interested in the selected objects wants to hear.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from agent.kube.client import GVR, KubeClient
+from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.kube.store import drop_managed_fields
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+# handler(event_type, gvr, obj) with event_type "ADDED", "MODIFIED" or "DELETED".
+ObjectEventHandler = Callable[[str, GVR, JsonDict], None]
+
+
+def name_only(obj: JsonDict) -> JsonDict:
+    meta = obj.get("metadata") or {}
+    keep = ("name", "namespace", "resourceVersion")
+    return {"metadata": {k: meta[k] for k in keep if k in meta}}
+
+
+def typed_transform(api_version: str, kind: str) -> Callable[[JsonDict], JsonDict]:
+    """Drop managedFields, and fill apiVersion and kind: the items of a list of built-in types
+    come without them (only watch events carry them), and health and status rules need them."""
+
+    def transform(obj: JsonDict) -> JsonDict:
+        obj = drop_managed_fields(obj)
+        if obj.get("apiVersion") and (obj.get("kind") or not kind):
+            return obj
+        filled = {**obj, "apiVersion": obj.get("apiVersion") or api_version}
+        if kind and not obj.get("kind"):
+            filled["kind"] = kind
+        return filled
+
+    return transform
+
+
+class SelectedObjects:
+    """Informers started on demand, one per resource type, over all namespaces: full objects
+    matching `label_selector`, and (unless `others_selector` is None) the names of the objects
+    matching `others_selector`, the complement, so that absence is known without a GET."""
+
+    name = "selected-objects"
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        label_selector: str,
+        others_selector: str | None,
+        sync_timeout: float,
+        description: str = "objects",
+    ) -> None:
+        self.client = client
+        self.label_selector = label_selector
+        self.others_selector = others_selector
+        self.sync_timeout = sync_timeout
+        self.description = description
+        self._reflectors: dict[GVR, Reflector] = {}
+        self._others: dict[GVR, Reflector] = {}
+        self._tasks: dict[GVR, list[asyncio.Task[None]]] = {}
+        self._subscribers: list[ObjectEventHandler] = []
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Nothing to start: watches begin on demand with `ensure`."""
+
+    async def stop(self) -> None:
+        """Stop every watch and forget the caches (a later `ensure` starts afresh)."""
+        tasks = [task for group in self._tasks.values() for task in group]
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        self._reflectors.clear()
+        self._others.clear()
+
+    # --- watches -------------------------------------------------------------------------------
+
+    def ensure(self, gvr: GVR, kind: str = "") -> None:
+        """Start watching `gvr` unless already watching; returns at once. `kind` (when given)
+        is filled into cached objects that lack it."""
+        if gvr in self._reflectors:
+            return
+        reflector = Reflector(
+            self.client,
+            gvr,
+            label_selector=self.label_selector,
+            transform=typed_transform(gvr.api_version, kind),
+            name=f"{self.description} {gvr}",
+        )
+        reflector.add_handler(
+            HandlerFuncs(
+                add=lambda obj: self._fan_out("ADDED", gvr, obj),
+                update=lambda _old, new: self._fan_out("MODIFIED", gvr, new),
+                delete=lambda obj: self._fan_out("DELETED", gvr, obj),
+            )
+        )
+        self._reflectors[gvr] = reflector
+        loop = asyncio.get_running_loop()
+        self._tasks[gvr] = [
+            loop.create_task(reflector.run(), name=f"watch {self.description} {gvr}")
+        ]
+        if self.others_selector is not None:
+            others = Reflector(
+                self.client,
+                gvr,
+                label_selector=self.others_selector,
+                transform=name_only,
+                name=f"{self.description} {gvr} names",
+            )
+            self._others[gvr] = others
+            self._tasks[gvr].append(
+                loop.create_task(others.run(), name=f"watch {self.description} {gvr} names")
+            )
+        log.info(f"watching {self.description}", resource=str(gvr), selector=self.label_selector)
+
+    @property
+    def watched(self) -> list[GVR]:
+        return list(self._reflectors)
+
+    def has_synced(self, gvr: GVR) -> bool:
+        reflector = self._reflectors.get(gvr)
+        return reflector is not None and reflector.has_synced
+
+    async def wait_synced(self, gvr: GVR, timeout: float | None = None) -> bool:
+        """Wait for the first list of `gvr` (starting its watch if needed), at most `timeout`
+        seconds (default: `sync_timeout`)."""
+        self.ensure(gvr)
+        if timeout is None:
+            timeout = self.sync_timeout
+        return await self._reflectors[gvr].wait_synced(timeout)
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get(self, gvr: GVR, namespace: str | None, name: str) -> tuple[JsonDict | None, bool]:
+        """(object or None, synced). When `synced` is False the None means "unknown": the type
+        is not watched or its first list has not finished."""
+        reflector = self._reflectors.get(gvr)
+        if reflector is None or not reflector.has_synced:
+            return None, False
+        return reflector.store.get_by(namespace or None, name), True
+
+    def known_absent(self, gvr: GVR, namespace: str | None, name: str) -> bool:
+        """True when both caches of `gvr` have synced and neither holds `namespace/name`: no
+        such object exists (as far as the watches have told), so nothing needs a GET."""
+        managed = self._reflectors.get(gvr)
+        others = self._others.get(gvr)
+        if managed is None or others is None or not (managed.has_synced and others.has_synced):
+            return False
+        key_ns = namespace or None
+        return (
+            managed.store.get_by(key_ns, name) is None and others.store.get_by(key_ns, name) is None
+        )
+
+    def list(self, gvr: GVR, namespace: str | None = None) -> list[JsonDict]:
+        reflector = self._reflectors.get(gvr)
+        return reflector.store.list(namespace) if reflector is not None else []
+
+    # --- events --------------------------------------------------------------------------------
+
+    def subscribe(self, handler: ObjectEventHandler) -> Callable[[], None]:
+        """Call `handler(event_type, gvr, obj)` for every change of every watched type, objects
+        already cached included (replayed as ADDED). Returns a function that unsubscribes."""
+        self._subscribers.append(handler)
+        for gvr, reflector in list(self._reflectors.items()):
+            for obj in reflector.store:
+                self._call(handler, "ADDED", gvr, obj)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(handler)
+
+        return unsubscribe
+
+    def _fan_out(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        for handler in list(self._subscribers):
+            self._call(handler, event_type, gvr, obj)
+
+    @staticmethod
+    def _call(handler: ObjectEventHandler, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        try:
+            handler(event_type, gvr, obj)
+        except Exception:
+            log.exception("object event handler failed", resource=str(gvr))
