@@ -193,23 +193,8 @@ async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path
         assert lease["spec"]["holderIdentity"] == "replica-a"
         assert await pair.karmada_get(LE_LEASE) is None
         manager = first.manager
-        holders: set[str] = set()
-
-        async def watch_holder() -> None:
-            while True:
-                current = await pair.member_get(LE_LEASE)
-                holders.add(str((current or {}).get("spec", {}).get("holderIdentity")))
-                await asyncio.sleep(0.05)
-
-        watcher = asyncio.create_task(watch_holder())
-        try:
-            await pair.karmada.faults.go_offline(outage.total_seconds())
-            await wait_for(
-                lambda: _offline(pair), timeout=outage.total_seconds() + 10, interval=0.1
-            )
-        finally:
-            watcher.cancel()
-        assert holders == {"replica-a"}
+        await pair.karmada.faults.go_offline(outage.total_seconds())
+        await wait_for(lambda: _offline(pair), timeout=outage.total_seconds() + 10, interval=0.1)
         assert first.leading.is_set()
         assert first.manager is manager
         assert not second.leading.is_set()
@@ -221,6 +206,8 @@ async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path
         await wait_for(lambda: ready_cluster(pair), timeout=20)
         lease = await pair.member_get(LE_LEASE)
         assert lease is not None
+        # Never held by anyone else, not even for a moment: every change of holder counts.
+        assert lease["spec"]["holderIdentity"] == "replica-a"
         assert lease["spec"]["leaseTransitions"] == 0
         for agent, task in ((second, second_task), (first, first_task)):
             agent.stop_event.set()
