@@ -18,12 +18,12 @@ from typing import Any
 from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
 from agent.kube.controller import Result
-from agent.kube.informers import typed_transform
+from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.resources import SERVICE_EXPORTS
 
 from .slice_reports import Key, SliceReportingController, is_stub
-from .work_informer import WatchedReflector, status_of
+from .work_informer import status_of
 
 JsonDict = dict[str, Any]
 

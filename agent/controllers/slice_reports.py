@@ -25,7 +25,7 @@ from agent.karmada.collected import Reporter
 from agent.kube.client import KubeClient
 from agent.kube.controller import Controller, Result, RetryableError
 from agent.kube.errors import NotFoundError
-from agent.kube.informers import typed_transform
+from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.workqueue import WorkQueue
@@ -57,20 +57,22 @@ def _service_key(obj: JsonDict) -> list[str]:
     return [f"{meta.get('namespace', '')}/{service}"] if service else []
 
 
-class MemberSlices:
+class MemberSlices(WatchedReflector):
     name = "member-endpointslices"
 
     def __init__(self, client: KubeClient) -> None:
         self.client = client
         self._interests: list[Wanted] = []
         self._handlers: list[SliceHandler] = []
-        self.reflector = Reflector(
-            client,
-            ENDPOINT_SLICES,
-            # Only Service slices: selector-less slices of other owners never matter here.
-            label_selector=collected.SERVICE_NAME_LABEL,
-            transform=self._trim,
-            name="member endpointslices",
+        super().__init__(
+            Reflector(
+                client,
+                ENDPOINT_SLICES,
+                # Only Service slices: selector-less slices of other owners never matter here.
+                label_selector=collected.SERVICE_NAME_LABEL,
+                transform=self._trim,
+                name="member endpointslices",
+            )
         )
         self.reflector.store.add_indexer("service", _service_key)
         self.reflector.add_handler(
@@ -80,36 +82,14 @@ class MemberSlices:
                 delete=lambda obj: self._fan_out("DELETED", obj),
             )
         )
-        self._task: asyncio.Task[None] | None = None
-        self._users = 0
 
     # --- lifecycle: started by the first user, stopped with the last ---------------------------
 
     def start(self) -> None:
-        self._users += 1
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self.reflector.run(), name=self.reflector.name
-            )
+        first = not self.started
+        super().start()
+        if first:
             log.info("watching member EndpointSlices", selector=collected.SERVICE_NAME_LABEL)
-
-    @property
-    def started(self) -> bool:
-        return self._task is not None
-
-    @property
-    def synced(self) -> bool:
-        return self._task is not None and self.reflector.has_synced
-
-    async def stop(self) -> None:
-        self._users = max(self._users - 1, 0)
-        if self._users:
-            return
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
 
     # --- interest: which Services are kept whole ------------------------------------------------
 

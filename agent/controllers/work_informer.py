@@ -21,7 +21,7 @@ from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
 from agent.kube.client import GVR, KubeClient
 from agent.kube.controller import Controller, Result
-from agent.kube.informers import typed_transform
+from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
 from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
 from agent.kube.workqueue import WorkQueue
@@ -57,40 +57,6 @@ def controller_rate_limiter(options: Options) -> MaxOfRateLimiter[K]:
 def status_of(obj: JsonDict) -> JsonDict:
     status = obj.get("status")
     return status if isinstance(status, dict) else {}
-
-
-class WatchedReflector:
-    """A Reflector run as a background task. Several users may share it: each `start` is
-    matched by a `stop`, and the watch ends with the last user's `stop`."""
-
-    def __init__(self, reflector: Reflector) -> None:
-        self.reflector = reflector
-        self._task: asyncio.Task[None] | None = None
-        self._users = 0
-
-    def start(self) -> None:
-        self._users += 1
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self.reflector.run(), name=self.reflector.name
-            )
-
-    @property
-    def synced(self) -> bool:
-        return self._task is not None and self.reflector.has_synced
-
-    async def stop(self) -> None:
-        self._users = max(self._users - 1, 0)
-        if self._users:
-            return
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-
-    async def wait_synced(self, timeout: float | None = None) -> bool:
-        return await self.reflector.wait_synced(timeout)
 
 
 class WorkInformer(WatchedReflector):

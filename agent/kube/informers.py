@@ -1,6 +1,7 @@
 """Informers of the objects of many resource types, selected by label, started on demand.
 
-`SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
+`WatchedReflector` runs one Reflector as a task shared by several users (started by the first,
+stopped with the last). `SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
 that match a label selector, and beside it a second list+watch of the complement keeping only
 names, so "does some other object exist under this name?" is answered from memory
 (`known_absent`). Until both have synced, callers do a live GET. Subscribers hear every change
@@ -50,6 +51,44 @@ def typed_transform(api_version: str, kind: str) -> Callable[[JsonDict], JsonDic
         return filled
 
     return transform
+
+
+class WatchedReflector:
+    """A Reflector run as a background task. Several users may share it: each `start` is
+    matched by a `stop`, and the watch ends with the last user's `stop`."""
+
+    def __init__(self, reflector: Reflector) -> None:
+        self.reflector = reflector
+        self._task: asyncio.Task[None] | None = None
+        self._users = 0
+
+    @property
+    def started(self) -> bool:
+        return self._task is not None
+
+    def start(self) -> None:
+        self._users += 1
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self.reflector.run(), name=self.reflector.name
+            )
+
+    @property
+    def synced(self) -> bool:
+        return self._task is not None and self.reflector.has_synced
+
+    async def stop(self) -> None:
+        self._users = max(self._users - 1, 0)
+        if self._users:
+            return
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        return await self.reflector.wait_synced(timeout)
 
 
 class SelectedObjects:
