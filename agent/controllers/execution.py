@@ -31,6 +31,7 @@ deleted or changes hands.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections import deque
@@ -42,6 +43,7 @@ import structlog
 
 from agent.context import AgentContext, Runnable
 from agent.karmada import conditions, names
+from agent.karmada.reflect import ReflectError
 from agent.karmada.work import (
     Manifest,
     ManifestError,
@@ -314,9 +316,11 @@ class ExecutionController(WorkController):
                 key, live = await self._apply_one(work, manifest)
                 outcome.applied.add(key)
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
-                    outcome.statuses[applied.ordinal] = manifest_status(
-                        applied, key[0].resource, live
-                    )
+                    with contextlib.suppress(ReflectError):
+                        # Left to the workStatus controller, which reports the failure.
+                        outcome.statuses[applied.ordinal] = manifest_status(
+                            applied, key[0].resource, live
+                        )
                     outcome.succeeded += 1
                 result = "success"
                 if (manifest.group, manifest.kind) == CRD_GROUP_KIND:

@@ -19,7 +19,7 @@ from agent.context import AgentContext, Runnable
 from agent.events import EventRecorder
 from agent.karmada import conditions, names
 from agent.karmada.health import interpret_health
-from agent.karmada.reflect import reflect_status
+from agent.karmada.reflect import ReflectError, reflect_status
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
@@ -44,6 +44,8 @@ def _meta(obj: JsonDict) -> JsonDict:
 
 
 def manifest_status(manifest: Manifest, resource: str, live: JsonDict) -> JsonDict:
+    """The manifestStatuses entry of `manifest` from its member object `live`; raises
+    ReflectError when the object's status cannot be reflected."""
     entry: JsonDict = {"identifier": manifest.identifier(resource)}
     reflected = reflect_status(live)
     if reflected is not None:
@@ -141,6 +143,16 @@ class WorkStatusController(WorkController):
             except NoKindMatchError as exc:
                 problems.append(f"{item.description}: {exc} in the member cluster")
                 continue
+            except ReflectError as exc:
+                # As upstream: the entry is not updated, a Warning Event, and a retry.
+                self.ctx.events.record(
+                    work,
+                    "Warning",
+                    names.EVENT_REFLECT_STATUS_FAILED,
+                    f"Status not reflected: {exc}.",
+                )
+                problems.append(str(exc))
+                entry = previous.get(item.ordinal)
             if entry is not None:
                 entries.append(entry)
         current = status_of(work).get("manifestStatuses") or []
