@@ -13,6 +13,7 @@ from agent.testing.errors import ApiError
 from agent.testing.protobuf import decode_object
 from agent.testing.requestinfo import RequestAttributes
 from agent.testing.wire import ApiRequest
+from tests.polling import eventually
 
 from .kubectl import Kubectl, needs_kubectl
 
@@ -118,9 +119,9 @@ def test_service_port_keeps_zero_port_and_target_port() -> None:
 
 def test_unknown_kind_and_field_are_415_and_garbage_is_400() -> None:
     with pytest.raises(ApiError) as exc:
-        decode_object(envelope("v1", "Pod", b""))
+        decode_object(envelope("storage.k8s.io/v1", "StorageClass", b""))
     assert (exc.value.code, exc.value.reason) == (415, "UnsupportedMediaType")
-    assert "no protobuf table for v1, Kind=Pod" in exc.value.message
+    assert "no protobuf table for storage.k8s.io/v1, Kind=StorageClass" in exc.value.message
     with pytest.raises(ApiError) as exc:
         decode_object(envelope("v1", "ConfigMap", ld(99, "x")))
     assert exc.value.code == 415
@@ -134,16 +135,47 @@ def test_unknown_kind_and_field_are_415_and_garbage_is_400() -> None:
     )
 
 
+_GADGETS = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "gadgets.pb.example.com"},
+    "spec": {
+        "group": "pb.example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object",
+                                           "x-kubernetes-preserve-unknown-fields": True}},
+        }],
+    },
+}  # fmt: skip
+
+
 @module_loop
 async def test_protobuf_to_custom_resource_is_415(emu: Emulator) -> None:
     async with emu.client() as client:
+        created = await client.post(
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=_GADGETS
+        )
+        assert created.status_code == 201, created.text
+        url = "/apis/pb.example.com/v1/namespaces/default/gadgets"
+
+        async def served() -> bool:
+            return (await client.get(url)).status_code == 200
+
+        await eventually(served, what="the Gadget CRD served")
         resp = await client.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-            content=envelope("apiextensions.k8s.io/v1", "CustomResourceDefinition", b""),
+            url,
+            content=envelope("pb.example.com/v1", "Gadget", ld(1, ld(1, "g"))),
             headers={"content-type": "application/vnd.kubernetes.protobuf"},
         )
         assert resp.status_code == 415
         assert resp.json()["reason"] == "UnsupportedMediaType"
+        assert resp.json()["message"] == (
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml"
+        )
         resp = await client.post(
             "/api/v1/namespaces", content=b"x", headers={"content-type": "text/plain"}
         )
