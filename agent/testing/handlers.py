@@ -1091,7 +1091,10 @@ class Handlers:
 
     def delete_options(self, req: ApiRequest) -> JSON:
         opts: JSON = {}
-        if req.body:
+        if req.body and req.content_type == protobuf.PROTOBUF:
+            # client-go's typed clients send their DeleteOptions as protobuf too.
+            opts.update(protobuf.decode_object(req.body, "DeleteOptions"))
+        elif req.body:
             try:
                 body = json.loads(req.body)
             except ValueError as exc:

@@ -48,6 +48,13 @@ class UnsupportedError(ValueError):
 _FIELDS_BY_NUMBER = {name: {f.number: f for f in fields} for name, fields in MESSAGES.items()}
 
 
+# Kinds of aggregated servers whose Go types have no protobuf form (Karmada's Cluster): their
+# protobuf decoder refuses the body with the generic apiserver's decode error, a 400.
+NOT_PROTOBUF: dict[tuple[str, str], str] = {
+    ("cluster.karmada.io/v1alpha1", "Cluster"): "*v1alpha1.Cluster",
+}
+
+
 def message_kind(api_version: str, kind: str) -> str | None:
     """The top-level message of a kind, or None where the emulator has no table for it."""
     return KINDS.get((api_version, kind)) or ANY_VERSION_KINDS.get(kind)
@@ -399,6 +406,16 @@ def decode_object(body: bytes, expected_kind: str = "") -> JSON:
         envelope = unwrap(body)
         if envelope.content_encoding:
             raise UnsupportedError(f"content encoding {envelope.content_encoding!r}")
+        go_type = NOT_PROTOBUF.get((envelope.api_version, envelope.kind))
+        if go_type is not None:
+            version = envelope.api_version.rsplit("/", 1)[-1]
+            raise ApiError(
+                400,
+                "BadRequest",
+                f"{envelope.kind} in version {json.dumps(version)} cannot be handled as a "
+                f"{envelope.kind}: object {go_type} does not implement the protobuf marshalling "
+                "interface and cannot be encoded to a protobuf message",
+            )
         message = message_kind(envelope.api_version, envelope.kind)
         if message is None:
             raise UnsupportedError(
