@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from . import discovery, errors
+from .admission import WebhookAdmission
 from .builtin import builtin_types
 from .crd import CrdController, CrdSchema
 from .errors import ApiError
@@ -96,6 +97,9 @@ class ApiServer:
         self.config = config or ServerConfig()
         self.handlers = Handlers(self.registry, self.storage, self.config, engines)
         self.handlers.fixed_uids.update(fixed_uids or {})
+        # Admission webhooks; `admission.client.services` maps Service references to addresses.
+        self.admission = WebhookAdmission(self.registry, self.storage)
+        self.handlers.admission = self.admission
         self.gc = GarbageCollector(self.registry, self.storage, self.handlers)
         self.crds = CrdController(self.registry, self.storage, self.handlers, crd_schema)
         self.version = version

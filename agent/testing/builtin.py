@@ -10,6 +10,7 @@ from . import tables
 from .errors import field_cause
 from .registry import ALL_VERBS, JSON, Cause, FieldExtractor, ResourceType, ScaleSpec
 from .selectors import get_path, selector_from_label_selector
+from .webhook_config import webhook_configuration_types
 from .wire import UserInfo
 
 SchemaFactory = Callable[[str, str, str], Any]
@@ -443,6 +444,8 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
           allow_create_on_update=True, name_validation="path"),
         t("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
           False, allow_create_on_update=True, name_validation="path"),
+        # admissionregistration.k8s.io/v1 (called by admission.py)
+        *webhook_configuration_types(),
         # apiextensions.k8s.io/v1 (served by crd.py's strategy)
         t("apiextensions.k8s.io", "v1", "customresourcedefinitions",
           "CustomResourceDefinition", False, short_names=("crd", "crds"),

@@ -8,17 +8,19 @@ from __future__ import annotations
 import asyncio
 import base64
 import builtins
+import contextlib
 import json
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from . import errors, protobuf, tables
+from .admission import Request, WebhookAdmission
 from .errors import ApiError, field_cause
 from .fieldmeta import FieldMeta, NoFieldMeta
 from .registry import JSON, Registry, ResourceType
@@ -88,6 +90,8 @@ class WriteCtx:
     validation: str = "Warn"
     warnings: builtins.list[str] = field(default_factory=list)
     subresource: str = ""
+    # The request's Create/Update options as given (what admission webhooks are shown).
+    options: JSON = field(default_factory=dict)
 
 
 def rfc3339(ts: float) -> str:
@@ -145,6 +149,7 @@ class Handlers:
         # Objects whose uid a profile fixes, e.g. kube-system (a member's Karmada cluster id),
         # keyed by (group, resource, namespace, name).
         self.fixed_uids: dict[tuple[str, str, str, str], str] = {}
+        self.admission: WebhookAdmission | None = None
 
     # ------------------------------------------------------------------ encoding
 
@@ -180,7 +185,7 @@ class Handlers:
         raw = self._full(rt, body if body is not None else encode_body(obj))
         headers = {"content-type": JSON_CT}
         if ctx is not None and ctx.warnings:
-            headers["warning"] = ", ".join(f'299 - "{_escape(w)}"' for w in ctx.warnings)
+            headers["warning"] = warning_header(ctx.warnings)
         return ApiResponse(code, raw, headers)
 
     # ------------------------------------------------------------------ parsing
@@ -235,11 +240,16 @@ class Handlers:
             )  # fmt: skip
         if causes:
             raise errors.invalid("meta.k8s.io", kind, "", causes)
+        options: JSON = {"dryRun": dry} if dry else {}
+        if manager:
+            options["fieldManager"] = manager
+        if req.param("fieldValidation"):
+            options["fieldValidation"] = validation
         if not manager:
             manager = req.headers.get("user-agent", "").split("/", 1)[0][:128]
         return WriteCtx(
             user=req.user, dry_run=bool(dry), manager=manager, validation=validation,
-            subresource=subresource,
+            subresource=subresource, options=options,
         )  # fmt: skip
 
     # ------------------------------------------------------------------ GET
@@ -608,9 +618,32 @@ class Handlers:
     async def create(
         self, rt: ResourceType, ns: str, body: Any, ctx: WriteCtx, code: int = 201
     ) -> ApiResponse:
-        obj = self.prepare_new(rt, ns, body, ctx)
-        obj = self.create_prepared(rt, obj, ctx)
+        obj = await self.admit_create(rt, ns, body, ctx)
         return self.respond_obj(rt, obj, code, ctx)
+
+    def _webhooks(self, rt: ResourceType) -> WebhookAdmission | None:
+        admission = self.admission
+        return admission if admission is not None and admission.applies(rt) else None
+
+    async def admit_create(self, rt: ResourceType, ns: str, body: Any, ctx: WriteCtx) -> JSON:
+        """Create through admission: mutating webhooks see the decoded object, validating
+        webhooks the finished one (uid, generated name), as kube's create handler orders it."""
+        webhooks = self._webhooks(rt)
+        if webhooks is None:
+            return self.create_prepared(rt, self.prepare_new(rt, ns, body, ctx), ctx)
+        obj = self.decode_new(rt, ns, body)
+        self._schema_pass(rt, obj, ctx)
+        req = Request(
+            rt, "CREATE", obj["metadata"].get("namespace", ""), obj["metadata"].get("name") or "",
+            "", ctx.user, ctx.dry_run, ctx.options, ctx.warnings,
+        )  # fmt: skip
+        with _warnings_on_error(ctx.warnings):
+            mutated, _ = await webhooks.mutate(req, obj, None)
+            assert mutated is not None
+            obj = self.finish_new(rt, mutated, ctx, quiet=True)
+            self.assign_name(rt, obj)
+            await webhooks.validate(req, obj, None)
+        return self.create_prepared(rt, obj, ctx)
 
     def _check_type(self, rt: ResourceType, obj: Any) -> JSON:
         if not isinstance(obj, dict):
@@ -637,6 +670,10 @@ class Handlers:
         return obj
 
     def prepare_new(self, rt: ResourceType, ns: str, body: Any, ctx: WriteCtx) -> JSON:
+        return self.finish_new(rt, self.decode_new(rt, ns, body), ctx)
+
+    def decode_new(self, rt: ResourceType, ns: str, body: Any) -> JSON:
+        """A create's body checked and stripped of what the server sets."""
         obj = self._check_type(rt, body)
         obj["kind"] = rt.kind
         obj["apiVersion"] = rt.group + "/" + rt.storage_version if rt.group else rt.storage_version
@@ -650,11 +687,18 @@ class Handlers:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
-        now = self.now()
         meta.pop("selfLink", None)
         meta.pop("deletionTimestamp", None)
         meta.pop("deletionGracePeriodSeconds", None)
         meta.pop("resourceVersion", None)
+        return obj
+
+    def finish_new(self, rt: ResourceType, obj: JSON, ctx: WriteCtx, quiet: bool = False) -> JSON:
+        """System fields, the type's preparation, defaults and validation of a new object.
+        `quiet`: the user's fields were checked already (what is left to prune came from
+        webhooks, and is dropped without a word)."""
+        meta = obj["metadata"]
+        now = self.now()
         meta["uid"] = self.fixed_uids.get(
             (rt.group, rt.resource, meta.get("namespace", ""), meta.get("name", ""))
         ) or str(uuid.uuid4())
@@ -667,7 +711,7 @@ class Handlers:
             obj.pop("status", None)
         if rt.prepare_create is not None:
             rt.prepare_create(obj, ctx.user)
-        self._schema_pass(rt, obj, ctx)
+        self._schema_pass(rt, obj, _quiet(ctx) if quiet else ctx)
         causes = validate_object_meta(meta, rt.name_validation, rt.namespaced)
         if rt.schema is not None:
             causes += rt.schema.validate(obj)
@@ -678,7 +722,7 @@ class Handlers:
                 rt.group, rt.kind, meta.get("name") or meta.get("generateName", ""), causes
             )
         if rt.namespaced:
-            self._admit_namespace(rt, ns, meta.get("name", ""))
+            self._admit_namespace(rt, meta["namespace"], meta.get("name", ""))
         if self.engines.track_update is not None and not meta.get("managedFields"):
             self.engines.track_update(
                 None, obj, manager=ctx.manager, meta=_meta(rt), api_version=rt.api_version,
@@ -687,6 +731,13 @@ class Handlers:
         return obj
 
     def create_prepared(self, rt: ResourceType, obj: JSON, ctx: WriteCtx) -> JSON:
+        self.assign_name(rt, obj)
+        if ctx.dry_run:
+            return obj
+        return self.storage.create(rt.group_resource, obj).obj
+
+    def assign_name(self, rt: ResourceType, obj: JSON) -> None:
+        """Generate the name if asked to; refuse a name in use."""
         meta = obj["metadata"]
         gr = rt.group_resource
         ns = meta.get("namespace", "")
@@ -701,9 +752,6 @@ class Handlers:
                 raise errors.already_exists(rt.group, rt.resource, candidate)
         elif self.storage.get_stored(gr, ns, meta["name"]) is not None:
             raise errors.already_exists(rt.group, rt.resource, meta["name"])
-        if ctx.dry_run:
-            return obj
-        return self.storage.create(gr, obj).obj
 
     def _admit_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
         nsobj = self.storage.get(("", "namespaces"), "", ns)
@@ -760,8 +808,38 @@ class Handlers:
                 meta.pop("resourceVersion", None)
                 return await self.create(rt, ns, obj, ctx)
             raise errors.not_found(rt.group, rt.resource, name)
-        result, code = self.apply_update(rt, stored, obj, ctx)
+        result, code = await self.admit_update(rt, stored, obj, ctx)
         return self.respond_obj(rt, result, code, ctx)
+
+    async def admit_update(
+        self, rt: ResourceType, stored: Stored, new: JSON, ctx: WriteCtx, *,
+        patched: bool = False, applied: bool = False,
+    ) -> tuple[JSON, int]:  # fmt: skip
+        """`apply_update` through admission: mutating webhooks see the updated object as the
+        client made it, validating webhooks the prepared and validated one."""
+        webhooks = self._webhooks(rt)
+        if webhooks is None:
+            return self.apply_update(rt, stored, new, ctx, patched=patched, applied=applied)
+        old = stored.obj
+        meta = old["metadata"]
+        req = Request(
+            rt, "UPDATE", meta.get("namespace", ""), meta["name"], ctx.subresource, ctx.user,
+            ctx.dry_run, ctx.options, ctx.warnings,
+        )  # fmt: skip
+        with _warnings_on_error(ctx.warnings):
+            mutated, changed = await webhooks.mutate(req, new, old)
+            assert mutated is not None
+            if changed:
+                self._schema_pass(rt, mutated, _quiet(ctx))
+            new = self.check_update(rt, stored, mutated, ctx, patched=patched)
+            await webhooks.validate(req, new, old)
+        current = self.storage.get_stored(
+            rt.group_resource, meta.get("namespace", ""), meta["name"]
+        )
+        if current is not stored:
+            # Written meanwhile: kube-apiserver's update would start over on the new object.
+            raise errors.conflict(rt.group, rt.resource, meta["name"], errors.STALE_OBJECT)
+        return self.finish_update(rt, old, new, ctx, applied=applied)
 
     def apply_update(
         self,
@@ -774,6 +852,13 @@ class Handlers:
         applied: bool = False,
     ) -> tuple[JSON, int]:
         """The shared tail of PUT and PATCH: preconditions, strategy, validation, write."""
+        new = self.check_update(rt, stored, new, ctx, patched=patched)
+        return self.finish_update(rt, stored.obj, new, ctx, applied=applied)
+
+    def check_update(
+        self, rt: ResourceType, stored: Stored, new: JSON, ctx: WriteCtx, *, patched: bool
+    ) -> JSON:
+        """Preconditions, the type's update strategy and validation of an update."""
         old = stored.obj
         name = old["metadata"]["name"]
         meta = new["metadata"]
@@ -809,6 +894,12 @@ class Handlers:
                 )  # fmt: skip
         if causes:
             raise errors.invalid(rt.group, rt.kind, name, causes)
+        return new
+
+    def finish_update(
+        self, rt: ResourceType, old: JSON, new: JSON, ctx: WriteCtx, *, applied: bool
+    ) -> tuple[JSON, int]:
+        """Store a checked update (nothing, when it changes nothing)."""
         if _strip_volatile(new) == _strip_volatile(old):
             return old, 200
         # An apply patch has recorded its own managed fields (operation Apply); tracking it
@@ -942,11 +1033,7 @@ class Handlers:
                 None, applied, manager=ctx.manager, force=force, meta=_meta(rt),
                 api_version=rt.api_version, subresource="", now=self.now(),
             )  # fmt: skip
-            obj = self.prepare_new(rt, ns, created, WriteCtx(
-                user=ctx.user, dry_run=ctx.dry_run, manager=ctx.manager,
-                validation=ctx.validation, warnings=ctx.warnings,
-            ))  # fmt: skip
-            obj = self.create_prepared(rt, obj, ctx)
+            obj = await self.admit_create(rt, ns, created, ctx)
             return self.respond_obj(rt, obj, 201, ctx)
         new = self._patched(rt, stored.obj, patch, ct, ctx, force)
         meta = new.get("metadata") if isinstance(new, dict) else None
@@ -956,7 +1043,7 @@ class Handlers:
         meta["name"] = name
         if meta.get("resourceVersion") == stored.obj["metadata"].get("resourceVersion"):
             pass
-        result, code = self.apply_update(
+        result, code = await self.admit_update(
             rt, stored, new, ctx, patched=True, applied=ct == PATCH_APPLY
         )
         return self.respond_obj(rt, result, code, ctx)
@@ -1140,9 +1227,28 @@ class Handlers:
             opts["propagationPolicy"] = "Orphan" if str(orphan).lower() == "true" else "Background"
         return opts
 
+    async def admit_delete(
+        self, rt: ResourceType, ns: str, name: str, opts: JSON, user: UserInfo | None,
+        warnings: builtins.list[str],
+    ) -> None:  # fmt: skip
+        """Webhooks on a DELETE: both kinds see the stored object as oldObject."""
+        webhooks = self._webhooks(rt)
+        if webhooks is None:
+            return
+        stored = self.get_obj(rt, ns, name)
+        options = {k: v for k, v in opts.items() if k not in ("kind", "apiVersion")}
+        if isinstance(options.get("gracePeriodSeconds"), str):
+            options["gracePeriodSeconds"] = int(options["gracePeriodSeconds"])
+        req = Request(rt, "DELETE", ns, name, "", user, bool(opts.get("dryRun")), options, warnings)
+        with _warnings_on_error(warnings):
+            await webhooks.mutate(req, None, stored.obj)
+            await webhooks.validate(req, None, stored.obj)
+
     async def delete(
         self, rt: ResourceType, ns: str, name: str, opts: JSON, user: UserInfo | None
     ) -> ApiResponse:
+        ctx = WriteCtx(user=user)
+        await self.admit_delete(rt, ns, name, opts, user, ctx.warnings)
         result, deleted = self.delete_one(rt, ns, name, opts)
         if deleted and not rt.return_deleted_object:
             details: JSON = {"name": name}
@@ -1157,8 +1263,11 @@ class Handlers:
                 "status": "Success",
                 "details": details,
             }
-            return ApiResponse(200, _dumps(status).encode(), {"content-type": JSON_CT})
-        return self.respond_obj(rt, self._out(rt, result), 200)
+            headers = {"content-type": JSON_CT}
+            if ctx.warnings:
+                headers["warning"] = warning_header(ctx.warnings)
+            return ApiResponse(200, _dumps(status).encode(), headers)
+        return self.respond_obj(rt, self._out(rt, result), 200, ctx)
 
     def delete_one(self, rt: ResourceType, ns: str, name: str, opts: JSON) -> tuple[JSON, bool]:
         """Delete or mark for deletion; returns (object, removed-now)."""
@@ -1235,6 +1344,7 @@ class Handlers:
                 continue
             o_ns = obj["metadata"].get("namespace", "")
             try:
+                await self.admit_delete(rt, o_ns, obj["metadata"]["name"], opts, req.user, [])
                 result, _ = self.delete_one(rt, o_ns, obj["metadata"]["name"], opts)
             except ApiError as exc:
                 if exc.code == 404:
@@ -1249,6 +1359,25 @@ class Handlers:
 
 def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def warning_header(warnings: builtins.list[str]) -> str:
+    return ", ".join(f'299 - "{_escape(w)}"' for w in warnings)
+
+
+@contextlib.contextmanager
+def _warnings_on_error(warnings: builtins.list[str]) -> Iterator[None]:
+    """A refused write still carries the warnings gathered so far, as kube's do."""
+    try:
+        yield
+    except ApiError as exc:
+        if warnings:
+            exc.headers["warning"] = warning_header(warnings)
+        raise
+
+
+def _quiet(ctx: WriteCtx) -> WriteCtx:
+    return WriteCtx(user=ctx.user, dry_run=ctx.dry_run, manager=ctx.manager, validation="Ignore")
 
 
 def _meta(rt: ResourceType) -> FieldMeta:
