@@ -1,0 +1,480 @@
+"""The emulator calls admission webhooks as kube-apiserver does: what it sends, what it does
+with the answers, which webhooks it calls, and how failures end under each failurePolicy."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import socket
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.testing.emulator import Emulator
+from agent.testing.pki import CertificateAuthority
+from agent.testing.webhook_config import GROUP, VALIDATING
+from tests import polling
+
+from .helpers import ADMISSION, Hooks, rule, webhook
+from .server import WebhookServer, json_patch
+
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
+JSON = dict[str, Any]
+POLICIES = "/apis/policy.example.io/v1alpha1"
+
+
+def permanent_id(_request: JSON) -> JSON:
+    """What karmada-webhook does to a new PropagationPolicy: a permanent-id label, a finalizer."""
+    return json_patch(
+        [
+            {"op": "add", "path": "/metadata/labels", "value": {"example.io/permanent-id": "p-1"}},
+            {
+                "op": "add",
+                "path": "/metadata/finalizers",
+                "value": ["example.io/policy-controller"],
+            },
+        ]
+    )
+
+
+def configmap(ns: str, name: str, labels: dict[str, str] | None = None) -> JSON:
+    return {"metadata": {"name": name, "namespace": ns, "labels": labels or {}}, "data": {"a": "1"}}
+
+
+async def create_cm(api: httpx.AsyncClient, ns: str, name: str, **kw: Any) -> httpx.Response:
+    return await api.post(f"/api/v1/namespaces/{ns}/configmaps", json=configmap(ns, name, **kw))
+
+
+async def policy_crd(api: httpx.AsyncClient) -> str:
+    """A PropagationPolicy-like custom resource, served once its CRD is established."""
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "propagationpolicies.policy.example.io"},
+        "spec": {
+            "group": "policy.example.io",
+            "scope": "Namespaced",
+            "names": {"kind": "PropagationPolicy", "plural": "propagationpolicies"},
+            "versions": [
+                {
+                    "name": "v1alpha1", "served": True, "storage": True,
+                    "schema": {"openAPIV3Schema": {
+                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }  # fmt: skip
+    resp = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+    assert resp.status_code == 201, resp.text
+    await polling.eventually(
+        lambda: api.get(f"{POLICIES}/propagationpolicies"),
+        until=lambda r: r.status_code == 200,
+        what="the PropagationPolicy CRD served",
+    )
+    return "propagationpolicies"
+
+
+async def test_mutating_webhook_labels_and_finalizes_custom_and_builtin_objects(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    policies = await policy_crd(api)
+    server.answer("permanent-id", permanent_id)
+    await hooks.mutating(
+        "karmada-like",
+        webhook(
+            "propagationpolicy.example.io", hooks.url("permanent-id"),
+            [rule([policies], ("CREATE",), "policy.example.io", "*"), rule(["configmaps"])],
+        ),
+    )  # fmt: skip
+    ns = await hooks.namespace()
+    body = {
+        "apiVersion": "policy.example.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "nginx"}, "spec": {"placement": {}},
+    }  # fmt: skip
+    resp = await api.post(f"{POLICIES}/namespaces/{ns}/{policies}", json=body)
+    assert resp.status_code == 201, resp.text
+    meta = resp.json()["metadata"]
+    assert meta["labels"] == {"example.io/permanent-id": "p-1"}
+    assert meta["finalizers"] == ["example.io/policy-controller"]
+    stored = (await api.get(f"{POLICIES}/namespaces/{ns}/{policies}/nginx")).json()
+    assert stored["metadata"]["finalizers"] == ["example.io/policy-controller"]
+
+    (review,) = server.calls("permanent-id")
+    assert review["operation"] == "CREATE"
+    assert review["kind"] == {"group": "policy.example.io", "version": "v1alpha1",
+                              "kind": "PropagationPolicy"}  # fmt: skip
+    assert review["resource"] == {"group": "policy.example.io", "version": "v1alpha1",
+                                  "resource": "propagationpolicies"}  # fmt: skip
+    assert review["requestKind"] == review["kind"]
+    assert review["requestResource"] == review["resource"]
+    assert (review["name"], review["namespace"]) == ("nginx", ns)
+    assert review["object"]["spec"] == {"placement": {}}
+    assert review["oldObject"] is None
+    assert review["dryRun"] is False
+    assert review["options"] == {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}
+    assert review["userInfo"]["username"] == "kubernetes-admin"
+    assert "system:masters" in review["userInfo"]["groups"]
+    assert len(review["uid"]) == 36
+
+    resp = await create_cm(api, ns, "settings")
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["metadata"]["labels"] == {"example.io/permanent-id": "p-1"}
+    assert resp.json()["metadata"]["finalizers"] == ["example.io/policy-controller"]
+
+    # An UPDATE shows the stored object as oldObject and the options of the write.
+    patch = {"data": {"a": "2"}}
+    resp = await api.patch(
+        f"/api/v1/namespaces/{ns}/configmaps/settings?fieldManager=tester", json=patch,
+        headers={"content-type": "application/merge-patch+json"},
+    )  # fmt: skip
+    assert resp.status_code == 200, resp.text
+    update = server.calls("permanent-id")[-1]
+    assert update["operation"] == "UPDATE"
+    assert update["oldObject"]["data"] == {"a": "1"}
+    assert update["object"]["data"] == {"a": "2"}
+    assert update["options"] == {
+        "kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "tester"
+    }  # fmt: skip
+
+
+async def test_validating_webhook_denies_with_its_status(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    server.answer(
+        "deny",
+        lambda r: {"allowed": False, "status": {"code": 403, "reason": "Forbidden",
+                                                "message": f"{r['name']} is not welcome"}},
+    )  # fmt: skip
+    await hooks.validating(
+        "deny", webhook("deny.example.com", hooks.url("deny"), [rule(["configmaps"])])
+    )
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "intruder")
+    assert resp.status_code == 403
+    status = resp.json()
+    assert status["reason"] == "Forbidden"
+    assert status["message"] == (
+        'admission webhook "deny.example.com" denied the request: intruder is not welcome'
+    )
+    assert (await api.get(f"/api/v1/namespaces/{ns}/configmaps/intruder")).status_code == 404
+
+    server.answer("deny", lambda r: {"allowed": False, "warnings": ["look closer"]})
+    resp = await create_cm(api, ns, "quiet")
+    assert resp.status_code == 400
+    assert resp.json()["message"] == (
+        'admission webhook "deny.example.com" denied the request without explanation'
+    )
+    assert resp.headers["warning"] == '299 - "look closer"'
+
+
+async def test_webhooks_whose_rules_do_not_match_are_not_called(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    server.answer("never", lambda r: {"allowed": False})
+    server.answer("status", lambda r: {"allowed": True})
+    never = hooks.url("never")
+    await hooks.validating(
+        "unmatched",
+        webhook("secrets.example.com", never, [rule(["secrets"])]),
+        webhook("updates.example.com", never, [rule(["configmaps"], ("UPDATE",))]),
+        webhook("apps.example.com", never, [rule(["configmaps"], group="apps")]),
+        webhook("v2.example.com", never, [rule(["configmaps"], version="v2")]),
+        webhook("cluster.example.com", never, [rule(["configmaps"], scope="Cluster")]),
+        webhook("cmstatus.example.com", never, [rule(["configmaps/status"])]),
+        webhook("podstatus.example.com", hooks.url("status"), [rule(["pods/status"])]),
+    )
+    ns = await hooks.namespace()
+    assert (await create_cm(api, ns, "free")).status_code == 201
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    resp = await api.post(f"/api/v1/namespaces/{ns}/pods", json=pod)
+    assert resp.status_code == 201, resp.text
+    assert server.calls("never") == []
+    assert server.calls("status") == []
+
+    live = resp.json()
+    live["status"] = {"phase": "Running"}
+    resp = await api.put(f"/api/v1/namespaces/{ns}/pods/p/status", json=live)
+    assert resp.status_code == 200, resp.text
+    (review,) = server.calls("status")
+    assert (review["subResource"], review["requestSubResource"]) == ("status", "status")
+    assert review["kind"]["kind"] == "Pod"
+    assert server.calls("never") == []
+
+
+async def test_object_and_namespace_selectors(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    server.answer("selected", lambda r: {"allowed": False, "status": {"message": "selected"}})
+    await hooks.validating(
+        "selectors",
+        webhook(
+            "objects.example.com", hooks.url("selected"), [rule(["configmaps"])],
+            objectSelector={"matchLabels": {"guarded": "yes"}},
+        ),
+        webhook(
+            "namespaces.example.com", hooks.url("selected"), [rule(["configmaps"])],
+            namespaceSelector={"matchExpressions": [
+                {"key": "env", "operator": "In", "values": ["prod"]}]},
+        ),
+    )  # fmt: skip
+    dev = await hooks.namespace({"env": "dev"})
+    prod = await hooks.namespace({"env": "prod"})
+    assert (await create_cm(api, dev, "plain")).status_code == 201
+    resp = await create_cm(api, dev, "guarded", labels={"guarded": "yes"})
+    assert resp.status_code == 400
+    assert resp.json()["message"] == (
+        'admission webhook "objects.example.com" denied the request: selected'
+    )
+    resp = await create_cm(api, prod, "plain")
+    assert resp.status_code == 400
+    assert '"namespaces.example.com" denied' in resp.json()["message"]
+    # An update that removes the label is still seen: the old object matches.
+    await hooks.cleanup()
+    hooks.created.clear()
+    assert (await create_cm(api, dev, "was-guarded", labels={"guarded": "yes"})).status_code == 201
+    await hooks.validating(
+        "selectors",
+        webhook("objects.example.com", hooks.url("selected"), [rule(["configmaps"])],
+                objectSelector={"matchLabels": {"guarded": "yes"}}),
+    )  # fmt: skip
+    resp = await api.patch(
+        f"/api/v1/namespaces/{dev}/configmaps/was-guarded",
+        json={"metadata": {"labels": {"guarded": None}}},
+        headers={"content-type": "application/merge-patch+json"},
+    )
+    assert resp.status_code == 400, resp.text
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_unreachable_webhook_follows_failure_policy(
+    policy: str, hooks: Hooks, api: httpx.AsyncClient
+) -> None:
+    port = _closed_port()
+    config = {"url": f"https://127.0.0.1:{port}/mutate", "caBundle": hooks.server.ca_bundle}
+    await hooks.mutating(
+        "unreachable",
+        webhook("down.example.com", config, [rule(["configmaps"])], failurePolicy=policy),
+    )
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "cm")
+    if policy == "Ignore":
+        assert resp.status_code == 201, resp.text
+        return
+    assert resp.status_code == 500
+    status = resp.json()
+    assert status["reason"] == "InternalError"
+    assert status["message"] == (
+        'Internal error occurred: failed calling webhook "down.example.com": failed to call '
+        f'webhook: Post "https://127.0.0.1:{port}/mutate?timeout=10s": dial tcp '
+        f"127.0.0.1:{port}: connect: connection refused"
+    )
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_slow_webhook_times_out_per_failure_policy(
+    policy: str, hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    release = asyncio.Event()
+
+    async def stall(_request: JSON) -> JSON:
+        await release.wait()
+        return {"allowed": True}
+
+    server.answer("stall", stall)
+    await hooks.validating(
+        "slow",
+        webhook("slow.example.com", hooks.url("stall"), [rule(["configmaps"])],
+                failurePolicy=policy, timeoutSeconds=1),
+    )  # fmt: skip
+    ns = await hooks.namespace()
+    try:
+        resp = await create_cm(api, ns, "cm")
+    finally:
+        release.set()
+    assert len(server.calls("stall")) == 1
+    if policy == "Ignore":
+        assert resp.status_code == 201, resp.text
+        return
+    assert resp.status_code == 500
+    assert resp.json()["message"] == (
+        'Internal error occurred: failed calling webhook "slow.example.com": failed to call '
+        f'webhook: Post "{server.url("stall")}?timeout=1s": context deadline exceeded'
+    )
+
+
+@pytest.mark.parametrize("policy", ["Fail", "Ignore"])
+async def test_untrusted_certificate_follows_failure_policy(
+    policy: str, hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    other = CertificateAuthority.generate("someone-else")
+    config = {"url": server.url("tls"), "caBundle": base64.b64encode(other.cert_pem).decode()}
+    await hooks.validating(
+        "tls", webhook("tls.example.com", config, [rule(["configmaps"])], failurePolicy=policy)
+    )
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "cm")
+    assert server.calls("tls") == []
+    if policy == "Ignore":
+        assert resp.status_code == 201, resp.text
+        return
+    assert resp.status_code == 500
+    assert resp.json()["message"] == (
+        'Internal error occurred: failed calling webhook "tls.example.com": failed to call '
+        f'webhook: Post "{server.url("tls")}?timeout=10s": tls: failed to verify certificate: '
+        "x509: certificate signed by unknown authority"
+    )
+
+
+async def test_dry_run_reaches_only_webhooks_without_side_effects(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient, emu: Emulator
+) -> None:
+    server.answer("dry", lambda r: {"allowed": True})
+    await hooks.validating(
+        "dry",
+        webhook("dry.example.com", hooks.url("dry"), [rule(["configmaps"])],
+                sideEffects="NoneOnDryRun"),
+    )  # fmt: skip
+    ns = await hooks.namespace()
+    url = f"/api/v1/namespaces/{ns}/configmaps?dryRun=All"
+    resp = await api.post(url, json=configmap(ns, "cm"))
+    assert resp.status_code == 201, resp.text
+    (review,) = server.calls("dry")
+    assert review["dryRun"] is True
+    assert review["options"]["dryRun"] == ["All"]
+    assert (await api.get(f"/api/v1/namespaces/{ns}/configmaps/cm")).status_code == 404
+
+    # v1 refuses to store a webhook with side effects; one kept from v1beta1 days still
+    # exists in old clusters, and kube refuses dry runs it would see.
+    legacy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "legacy", "uid": "legacy-uid"},
+        "webhooks": [webhook("legacy.example.com", hooks.url("dry"), [rule(["configmaps"])],
+                             sideEffects="Unknown")],
+    }  # fmt: skip
+    emu.api.storage.create((GROUP, VALIDATING), legacy)
+    hooks.created.append(f"{ADMISSION}/validatingwebhookconfigurations/legacy")
+    resp = await api.post(url, json=configmap(ns, "cm"))
+    assert resp.status_code == 400
+    assert (
+        resp.json()["message"] == 'admission webhook "legacy.example.com" does not support dry run'
+    )
+    resp = await create_cm(api, ns, "real")
+    assert resp.status_code == 201, resp.text
+
+
+async def test_mutating_webhooks_run_in_name_order_and_are_reinvoked_if_needed(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    order: list[str] = []
+
+    def first(request: JSON) -> JSON:
+        order.append("first")
+        return {"allowed": True}
+
+    def second(request: JSON) -> JSON:
+        order.append("second")
+        labels = request["object"]["metadata"].get("labels") or {}
+        if "second" in labels:
+            return {"allowed": True}
+        return json_patch([{"op": "add", "path": "/metadata/labels/second", "value": "1"}])
+
+    server.answer("first", first)
+    server.answer("second", second)
+    # Created in reverse: the configuration names, not creation, give the order.
+    await hooks.mutating("b-second", webhook("second.example.com", hooks.url("second"),
+                                             [rule(["configmaps"])]))  # fmt: skip
+    await hooks.mutating("a-first", webhook("first.example.com", hooks.url("first"),
+                                            [rule(["configmaps"])], reinvocationPolicy="IfNeeded"))  # fmt: skip
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "cm", labels={"x": "y"})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["metadata"]["labels"] == {"x": "y", "second": "1"}
+    assert order == ["first", "second", "first"]
+    assert server.calls("first")[-1]["object"]["metadata"]["labels"]["second"] == "1"
+
+
+async def test_delete_is_reviewed_with_the_stored_object(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    server.answer("keep", lambda r: {"allowed": False, "status": {"message": "kept"}})
+    ns = await hooks.namespace()
+    assert (await create_cm(api, ns, "cm")).status_code == 201
+    await hooks.validating(
+        "keep", webhook("keep.example.com", hooks.url("keep"), [rule(["configmaps"], ("DELETE",))])
+    )
+    resp = await api.delete(f"/api/v1/namespaces/{ns}/configmaps/cm")
+    assert resp.status_code == 400
+    (review,) = server.calls("keep")
+    assert review["operation"] == "DELETE"
+    assert review["object"] is None
+    assert review["oldObject"]["metadata"]["name"] == "cm"
+    assert review["options"]["kind"] == "DeleteOptions"
+    assert (await api.get(f"/api/v1/namespaces/{ns}/configmaps/cm")).status_code == 200
+
+
+async def test_service_references_resolve_through_the_address_map(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient, emu: Emulator
+) -> None:
+    server.answer("svc", lambda r: {"allowed": False, "status": {"message": "via service"}})
+    emu.api.admission.client.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
+    service = {"namespace": "webhooks", "name": "hooks", "path": "/svc", "port": 8443}
+    config = await hooks.validating(
+        "svc",
+        webhook("svc.example.com", {"service": service, "caBundle": server.ca_bundle},
+                [rule(["configmaps"])]),
+    )  # fmt: skip
+    assert config["webhooks"][0]["clientConfig"]["service"]["port"] == 8443
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "cm")
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["message"].endswith("denied the request: via service")
+
+
+async def test_configurations_are_defaulted_and_validated(
+    hooks: Hooks, api: httpx.AsyncClient
+) -> None:
+    config = await hooks.mutating(
+        "defaults", webhook("defaults.example.com", hooks.url("x"), [rule(["configmaps"])])
+    )
+    (hook,) = config["webhooks"]
+    assert hook["failurePolicy"] == "Fail"
+    assert hook["matchPolicy"] == "Equivalent"
+    assert hook["timeoutSeconds"] == 10
+    assert hook["reinvocationPolicy"] == "Never"
+    assert hook["namespaceSelector"] == {}
+    assert hook["objectSelector"] == {}
+    assert hook["rules"][0]["scope"] == "*"
+
+    bad = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "bad"},
+        "webhooks": [
+            {"name": "short.io", "clientConfig": {"url": "http://example.com/x"}},
+            {"name": "ok.example.com", "clientConfig": {}, "admissionReviewVersions": ["v1"],
+             "sideEffects": "Some", "timeoutSeconds": 31},
+        ],
+    }  # fmt: skip
+    resp = await api.post(f"{ADMISSION}/validatingwebhookconfigurations", json=bad)
+    assert resp.status_code == 422
+    causes = [f"{c['field']}: {c['message']}" for c in resp.json()["details"]["causes"]]
+    assert causes == [
+        'webhooks[0].name: Invalid value: "short.io": should be a domain with at least three '
+        "segments separated by dots",
+        "webhooks[0].admissionReviewVersions: Required value: must specify one of v1, v1beta1",
+        "webhooks[0].sideEffects: Required value: must specify one of None, NoneOnDryRun",
+        "webhooks[0].clientConfig.url: Invalid value: \"http://example.com/x\": 'https' is the "
+        "only allowed URL scheme",
+        'webhooks[1].sideEffects: Unsupported value: "Some": supported values: "None", '
+        '"NoneOnDryRun"',
+        "webhooks[1].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 "
+        "and 30 seconds",
+        "webhooks[1].clientConfig: Required value: exactly one of url or service is required",
+    ]

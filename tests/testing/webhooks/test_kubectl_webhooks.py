@@ -1,0 +1,96 @@
+"""The real kubectl against an emulator with admission webhooks: configurations applied with
+kubectl, a mutating webhook's patch in what kubectl shows, a refusal as kubectl prints it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.testing.emulator import Emulator
+from tests.testing.conformance.kubectl import NEWEST, Kubectl, needs_kubectl
+
+from .server import WebhookServer, json_patch
+
+pytestmark = [
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(120),
+    needs_kubectl(NEWEST),
+]
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(emu: Emulator, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return emu.write_kubeconfig(tmp_path_factory.mktemp("kc") / "admin.kubeconfig")
+
+
+def configuration(kind: str, name: str, server: WebhookServer, path: str, ops: str) -> str:
+    return f"""apiVersion: admissionregistration.k8s.io/v1
+kind: {kind}
+metadata:
+  name: {name}
+webhooks:
+- name: {name}.example.com
+  clientConfig:
+    url: {server.url(path)}
+    caBundle: {server.ca_bundle}
+  rules:
+  - operations: [{ops}]
+    apiGroups: [""]
+    apiVersions: [v1]
+    resources: [configmaps]
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  namespaceSelector:
+    matchLabels: {{webhooks: enabled}}
+"""
+
+
+async def test_kubectl_sees_mutations_and_refusals(kubeconfig: Path, server: WebhookServer) -> None:
+    k = Kubectl(NEWEST, kubeconfig)
+    server.answer(
+        "kubectl-label",
+        lambda r: json_patch([{"op": "add", "path": "/metadata/labels", "value": {"seen": "yes"}}]),
+    )
+    server.answer(
+        "kubectl-deny",
+        lambda r: {"allowed": False, "status": {"code": 403, "reason": "Forbidden",
+                                                "message": "no configmaps named deny-me"}}
+        if r["name"] == "deny-me" else {"allowed": True},
+    )  # fmt: skip
+    mutating = configuration(
+        "MutatingWebhookConfiguration", "kubectl-label", server, "kubectl-label", "CREATE"
+    )
+    validating = configuration(
+        "ValidatingWebhookConfiguration", "kubectl-deny", server, "kubectl-deny", "CREATE"
+    )
+    out = await k.ok("apply", "-f", "-", stdin=mutating + "---\n" + validating)
+    assert out.splitlines() == [
+        "mutatingwebhookconfiguration.admissionregistration.k8s.io/kubectl-label created",
+        "validatingwebhookconfiguration.admissionregistration.k8s.io/kubectl-deny created",
+    ]
+    try:
+        await k.ok("create", "namespace", "kubectl-hooks")
+        await k.ok("label", "namespace", "kubectl-hooks", "webhooks=enabled")
+        out = await k.ok("-n", "kubectl-hooks", "create", "configmap", "plain")
+        assert out.strip() == "configmap/plain created"
+        labels = await k.ok(
+            "-n", "kubectl-hooks", "get", "configmap", "plain", "-o", "jsonpath={.metadata.labels}"
+        )
+        assert labels == '{"seen":"yes"}'
+
+        result = await k("-n", "kubectl-hooks", "create", "configmap", "deny-me")
+        assert result.rc == 1
+        assert result.err.strip() == (
+            'error: failed to create configmap: admission webhook "kubectl-deny.example.com" '
+            "denied the request: no configmaps named deny-me"
+        )
+        cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deny-me\n"
+        result = await k("-n", "kubectl-hooks", "create", "-f", "-", stdin=cm)
+        assert result.rc == 1
+        assert result.err.strip() == (
+            'Error from server (Forbidden): error when creating "STDIN": admission webhook '
+            '"kubectl-deny.example.com" denied the request: no configmaps named deny-me'
+        )
+    finally:
+        await k.ok("delete", "-f", "-", stdin=mutating + "---\n" + validating)
