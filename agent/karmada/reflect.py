@@ -83,7 +83,9 @@ def template_generation(obj: Obj, where: str) -> int:
     """The template generation the member object was rendered from, parsed as Go's
     strconv.ParseInt does; a missing or malformed annotation is an error upstream."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
-    raw = annotations.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION, "")
+    raw = annotations.get(RESOURCE_TEMPLATE_GENERATION_ANNOTATION)
+    if raw is None:
+        raise ReflectError(f"{where}: no annotation {RESOURCE_TEMPLATE_GENERATION_ANNOTATION}")
     if isinstance(raw, str) and _INT64.fullmatch(raw):
         value = int(raw)
         if -(2**63) <= value < 2**63:

@@ -709,6 +709,8 @@ class Handlers:
             meta.pop("generation", None)
         if rt.reset_status_on_create:
             obj.pop("status", None)
+            if rt.empty_status is not None:
+                obj["status"] = json.loads(json.dumps(rt.empty_status))
         if rt.prepare_create is not None:
             rt.prepare_create(obj, ctx.user)
         self._schema_pass(rt, obj, _quiet(ctx) if quiet else ctx)

@@ -77,6 +77,9 @@ class ResourceType:
     allow_unconditional_update: bool = True
     # On create, drop the client's status (types with a status subresource, as their strategies do).
     reset_status_on_create: bool = False
+    # The status a new object then shows: the Go zero status as kube-apiserver serialises it
+    # (a struct is never left out; its fields without `omitempty` appear at their zero value).
+    empty_status: JSON | None = None
     # "subdomain" (DNS-1123 subdomain), "label" (DNS-1123 label), "label1035", "path", "none".
     name_validation: str = "subdomain"
     # Supported field selector labels beyond metadata.name and metadata.namespace.

@@ -168,13 +168,14 @@ async def test_generation_and_status_split(api: ApiServer) -> None:
     code, d, _ = await call(api, "POST", DEPLOY, deployment("web"))
     assert code == 201
     assert d["metadata"]["generation"] == 1
-    assert "status" not in d  # status dropped on create
+    # The client's status is dropped on create; the zero DeploymentStatus shows, as {}.
+    assert d["status"] == {}
     # main write ignores status; label change does not bump generation
     d["status"] = {"replicas": 5}
     d["metadata"]["labels"] = {"x": "y"}
     _, d2, _ = await call(api, "PUT", f"{DEPLOY}/web", d)
     assert d2["metadata"]["generation"] == 1
-    assert "status" not in d2
+    assert d2["status"] == {}
     assert d2["metadata"]["labels"] == {"x": "y"}
     # spec change bumps
     d2["spec"]["replicas"] = 3
@@ -458,3 +459,69 @@ async def test_csr_user_and_approval(api: ApiServer) -> None:
     code, out2, _ = await call(api, "PUT", f"{path}/c/status", out)
     assert out2["status"]["certificate"] == "Zm9v"
     assert [c["type"] for c in out2["status"]["conditions"]] == ["Approved"]
+
+
+_POD_TEMPLATE = {
+    "metadata": {"labels": {"app": "z"}},
+    "spec": {"containers": [{"name": "c", "image": "nginx"}], "restartPolicy": "Never"},
+}
+_SELECTOR = {"matchLabels": {"app": "z"}}
+
+# The zero status each type shows on create: the Go status struct is never left out, and its
+# fields without `omitempty` appear at zero (k8s.io/api JSON tags).
+ZERO_STATUSES = [
+    ("/apis/apps/v1", "deployments", {"selector": _SELECTOR, "template": _POD_TEMPLATE}, {}),
+    (
+        "/apis/apps/v1",
+        "statefulsets",
+        {"selector": _SELECTOR, "template": _POD_TEMPLATE, "serviceName": "z"},
+        {"replicas": 0, "availableReplicas": 0},
+    ),
+    (
+        "/apis/apps/v1",
+        "daemonsets",
+        {"selector": _SELECTOR, "template": _POD_TEMPLATE},
+        {
+            "currentNumberScheduled": 0,
+            "numberMisscheduled": 0,
+            "desiredNumberScheduled": 0,
+            "numberReady": 0,
+        },
+    ),
+    (
+        "/apis/apps/v1",
+        "replicasets",
+        {"selector": _SELECTOR, "template": _POD_TEMPLATE},
+        {"replicas": 0},
+    ),
+    ("/apis/batch/v1", "jobs", {"template": _POD_TEMPLATE}, {}),
+    (
+        "/apis/batch/v1",
+        "cronjobs",
+        {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": _POD_TEMPLATE}}},
+        {},
+    ),
+    (
+        "/apis/networking.k8s.io/v1",
+        "ingresses",
+        {"defaultBackend": {"service": {"name": "z", "port": {"number": 80}}}},
+        {"loadBalancer": {}},
+    ),
+    (
+        "/apis/policy/v1",
+        "poddisruptionbudgets",
+        {"selector": _SELECTOR, "minAvailable": 1},
+        {"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 0, "expectedPods": 0},
+    ),
+]
+
+
+async def test_new_objects_show_their_zero_status(api: ApiServer) -> None:
+    await make_ns(api, "default")
+    for prefix, resource, spec, zero in ZERO_STATUSES:
+        body = {"metadata": {"name": "z"}, "spec": spec, "status": {"bogus": 1}}
+        code, created, _ = await call(api, "POST", f"{prefix}/namespaces/default/{resource}", body)
+        assert code == 201, (resource, created)
+        assert created["status"] == zero, resource
+        _, read, _ = await call(api, "GET", f"{prefix}/namespaces/default/{resource}/z")
+        assert read["status"] == zero, resource
