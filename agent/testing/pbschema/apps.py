@@ -356,7 +356,7 @@ HorizontalPodAutoscalerStatus:
   2 lastScaleTime time *
   3 currentReplicas int32
   4 desiredReplicas int32 !
-  5 currentMetrics [MetricStatus]
+  5 currentMetrics [MetricStatus] !
   6 conditions [HorizontalPodAutoscalerCondition]
 
 HorizontalPodAutoscalerCondition:

@@ -186,10 +186,7 @@ def _daemonset(name: str, ns: str) -> JSON:
 
 def _replicaset(name: str, ns: str) -> JSON:
     return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": _meta(name, ns, ownerReferences=[{
-                "apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
-                "uid": "0b7a52c3-5d6a-4bd5-9a6e-6a1f1c0c2e11", "controller": True,
-                "blockOwnerDeletion": True}]),
+            "metadata": _meta(name, ns, labels=dict(LABELS), finalizers=["example.com/keep"]),
             "spec": {"replicas": 1, "selector": SELECTOR, "template": template()},
             "status": {"replicas": 0}}  # fmt: skip
 
@@ -249,7 +246,7 @@ def _hpa(name: str, ns: str) -> JSON:
                         {"type": "Percent", "value": 10, "periodSeconds": 60}]},
                 },
             },
-            "status": {"desiredReplicas": 0}}  # fmt: skip
+            "status": {"currentMetrics": None, "desiredReplicas": 0}}  # fmt: skip
 
 
 _CSR_PEM = b"-----BEGIN CERTIFICATE REQUEST-----\nMIIBrequest\n-----END CERTIFICATE REQUEST-----\n"

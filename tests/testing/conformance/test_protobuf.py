@@ -3,6 +3,7 @@ real bodies kubectl 1.33's typed clients send, checked against kubectl's own JSO
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 
 from agent.testing.emulator import Emulator
 from agent.testing.errors import ApiError
+from agent.testing.pki import CertificateAuthority, build_csr
 from agent.testing.protobuf import decode_object
 from agent.testing.requestinfo import RequestAttributes
 from agent.testing.wire import ApiRequest
@@ -241,5 +243,66 @@ async def test_real_kubectl_bodies_decode_to_kubectl_json(
         assert decode_object(bodies["selfsubjectaccessreviews"])["spec"] == {
             "resourceAttributes": {"namespace": "default", "verb": "get", "resource": "pods"}
         }
+    finally:
+        emu.api.hooks.remove(capture)
+
+
+@module_loop
+@needs_kubectl("1.33")
+async def test_kubectl_typed_bodies_for_cluster_kinds_hpa_and_csr_approval(
+    emu: Emulator, admin_kubeconfig: Path, tmp_path: Path
+) -> None:
+    bodies: dict[tuple[str, str], bytes] = {}
+
+    async def capture(req: ApiRequest, attrs: RequestAttributes) -> None:
+        if req.content_type == "application/vnd.kubernetes.protobuf":
+            bodies[(attrs.resource, attrs.subresource)] = req.body
+
+    ca = CertificateAuthority.generate("pb.example.com")
+    (tmp_path / "tls.crt").write_bytes(ca.cert_pem)
+    (tmp_path / "tls.key").write_bytes(ca.key_pem)
+    emu.api.hooks.append(capture)
+    try:
+        k = Kubectl("1.33", admin_kubeconfig)
+        await k.ok("create", "namespace", "pbns2")
+        await k.ok("create", "deployment", "pbd", "--image=nginx:1.25", "-n", "pbns2")
+        for resource, args in (
+            ("clusterroles", ("create", "clusterrole", "pbcr", "--verb=get,list",
+                              "--resource=pods,deployments.apps", "--resource-name=x")),
+            ("clusterroles", ("create", "clusterrole", "pbagg",
+                              "--aggregation-rule=example.com/aggregate=true")),
+            ("clusterrolebindings", ("create", "clusterrolebinding", "pbcrb",
+                                     "--clusterrole=pbcr", "--user=u", "--group=g",
+                                     "--serviceaccount=pbns2:default")),
+            ("secrets", ("create", "secret", "docker-registry", "pbdr", "-n", "pbns2",
+                         "--docker-server=r.example.com", "--docker-username=u",
+                         "--docker-password=p", "--docker-email=u@example.com")),
+            ("secrets", ("create", "secret", "tls", "pbtls", "-n", "pbns2",
+                         f"--cert={tmp_path / 'tls.crt'}", f"--key={tmp_path / 'tls.key'}")),
+            ("horizontalpodautoscalers", ("autoscale", "deployment/pbd", "-n", "pbns2",
+                                          "--min=2", "--max=5", "--cpu-percent=70")),
+        ):  # fmt: skip
+            await k.ok(*args)
+            dry_run = await k.ok(*args, "--dry-run=client", "-o", "json")
+            assert decode_object(bodies[(resource, "")]) == json.loads(dry_run), args
+
+        # `certificate approve` sends the CSR it read back, with an Approved condition.
+        csr_pem, _ = build_csr("pb-user", ["pb-group"])
+        csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+               "metadata": {"name": "pbcsr"},
+               "spec": {"request": base64.b64encode(csr_pem).decode(),
+                        "signerName": "example.com/pb", "usages": ["client auth"]}}  # fmt: skip
+        await k.ok("create", "-f", "-", stdin=json.dumps(csr))
+        before = json.loads(
+            await k.ok("get", "csr", "pbcsr", "-o", "json", "--show-managed-fields")
+        )
+        await k.ok("certificate", "approve", "pbcsr")
+        sent = decode_object(bodies[("certificatesigningrequests", "approval")])
+        (condition,) = sent["status"].pop("conditions")
+        assert condition["type"] == "Approved"
+        assert condition["reason"] == "KubectlApprove"
+        # The rest is the object kubectl read, re-encoded from its Go struct (whose value
+        # `status` is always written).
+        assert sent == {**before, "status": {}}
     finally:
         emu.api.hooks.remove(capture)

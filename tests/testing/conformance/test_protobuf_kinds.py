@@ -91,6 +91,28 @@ def test_encoded_sample_decodes_to_its_json(api_version: str, kind: str) -> None
     assert decode_object(encode_object(obj, message), kind) == obj
 
 
+def test_object_meta_round_trips() -> None:
+    meta = {
+        "name": "web-7d4b9", "generateName": "web-", "namespace": NS, "uid": "u-1",
+        "resourceVersion": "42", "generation": 3,
+        "creationTimestamp": "2024-05-01T10:00:00Z",
+        "deletionTimestamp": "2024-05-01T11:00:00Z", "deletionGracePeriodSeconds": 0,
+        "labels": {"app": "web"}, "annotations": {"example.com/note": ""},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web",
+                             "uid": "u-0", "controller": True, "blockOwnerDeletion": False}],
+        "finalizers": ["example.com/keep"],
+        "managedFields": [{"manager": "kubectl-client-side-apply", "operation": "Update",
+                           "apiVersion": "v1", "time": "2024-05-01T10:00:00Z",
+                           "fieldsType": "FieldsV1",
+                           "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}},
+                          {"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                           "fieldsType": "FieldsV1", "fieldsV1": {"f:status": {}},
+                           "subresource": "status"}],
+    }  # fmt: skip
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+    assert decode_object(encode_object(obj, "ConfigMap")) == obj
+
+
 def _normalized(obj: JSON) -> JSON:
     out = copy.deepcopy(obj)
     for key in ("uid", "creationTimestamp", "resourceVersion", "managedFields"):
