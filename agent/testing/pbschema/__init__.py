@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, apiextensions, apps, core, meta, network
+from . import access, admission, apiextensions, apps, core, meta, network
 
+_MODULES = (meta, core, apps, network, access, apiextensions, admission)
 SCALARS = frozenset({"string", "bool", "int32", "int64", "double", "bytes"})
 # Types whose Go value is a struct: encoding/json writes them even when zero (omitempty
 # never drops a struct), unless the field is a nil pointer.
@@ -104,7 +105,7 @@ def parse(text: str) -> dict[str, tuple[Field, ...]]:
 
 def _merge() -> dict[str, tuple[Field, ...]]:
     merged: dict[str, tuple[Field, ...]] = {}
-    for module in (meta, core, apps, network, access, apiextensions):
+    for module in _MODULES:
         for name, fields in parse(module.SCHEMA).items():
             if name in merged:
                 raise ValueError(f"message {name} defined in two schema modules")
@@ -117,7 +118,7 @@ MESSAGES: dict[str, tuple[Field, ...]] = _merge()
 # (apiVersion, kind) -> the kind's top-level message.
 KINDS: dict[tuple[str, str], str] = {
     (api_version, kind): message
-    for module in (meta, core, apps, network, access, apiextensions)
+    for module in _MODULES
     for api_version, entries in module.KINDS.items()
     for kind, message in entries.items()
 }

@@ -528,6 +528,50 @@ def _pvc(name: str, ns: str) -> JSON:
             "spec": spec, "status": {}}  # fmt: skip
 
 
+def _webhook(kind: str) -> JSON:
+    hook: JSON = {
+        "name": f"{kind.lower()}.example.com",
+        "clientConfig": {
+            "url": "https://127.0.0.1:9443/hook",
+            "caBundle": base64.b64encode(b"-----BEGIN CERTIFICATE-----\n").decode(),
+        },
+        "rules": [
+            {
+                "operations": ["CREATE", "UPDATE"],
+                "apiGroups": ["example.com"],
+                "apiVersions": ["v1"],
+                "resources": ["gadgets"],
+                "scope": "Namespaced",
+            }
+        ],
+        "failurePolicy": "Ignore",
+        "matchPolicy": "Equivalent",
+        "namespaceSelector": {"matchLabels": {"webhooks": "on"}},
+        "objectSelector": {},
+        "sideEffects": "None",
+        "timeoutSeconds": 5,
+        "admissionReviewVersions": ["v1"],
+        "matchConditions": [
+            {"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"}
+        ],
+    }
+    if kind == "mutating":
+        hook["reinvocationPolicy"] = "IfNeeded"
+    return hook
+
+
+def _mutating(name: str, ns: str) -> JSON:
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration", "metadata": _meta(name, ""),
+            "webhooks": [_webhook("mutating")]}  # fmt: skip
+
+
+def _validating(name: str, ns: str) -> JSON:
+    return {"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": _meta(name, ""),
+            "webhooks": [_webhook("validating")]}  # fmt: skip
+
+
 SAMPLES: dict[tuple[str, str], Callable[[str, str], JSON]] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ConfigMap"): _configmap,
@@ -557,6 +601,8 @@ SAMPLES: dict[tuple[str, str], Callable[[str, str], JSON]] = {
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): _rolebinding,
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): _clusterrolebinding,
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): _crd,
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): _mutating,
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): _validating,
 }
 
 
