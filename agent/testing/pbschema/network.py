@@ -43,7 +43,7 @@ HTTPIngressRuleValue:
 
 HTTPIngressPath:
   1 path
-  3 pathType string *
+  3 pathType string *!
   2 backend IngressBackend
 
 IngressStatus:
