@@ -79,7 +79,7 @@ def _status_of(obj: Obj, where: str) -> Obj | None:
 _INT64 = re.compile(r"[+-]?[0-9]+")
 
 
-def template_generation(obj: Obj, where: str) -> int:
+def _template_generation(obj: Obj, where: str) -> int:
     """The template generation the member object was rendered from, parsed as Go's
     strconv.ParseInt does; a missing or malformed annotation is an error upstream."""
     annotations = (obj.get("metadata") or {}).get("annotations") or {}
@@ -100,7 +100,7 @@ def _federated_generation(obj: Obj, where: str) -> Obj:
     out: Obj = {}
     if isinstance(generation, int) and not isinstance(generation, bool) and generation:
         out["generation"] = generation
-    template = template_generation(obj, where)
+    template = _template_generation(obj, where)
     if template:
         out["resourceTemplateGeneration"] = template
     return out
