@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import access, admission, apiextensions, apps, core, meta, network
+from . import access, admission, apiextensions, apps, core, events, meta, network
 
-_MODULES = (meta, core, apps, network, access, apiextensions, admission)
+_MODULES = (meta, core, apps, network, access, apiextensions, admission, events)
 SCALARS = frozenset({"string", "bool", "int32", "int64", "double", "bytes"})
 # Types whose Go value is a struct: encoding/json writes them even when zero (omitempty
 # never drops a struct), unless the field is a nil pointer.

@@ -572,6 +572,74 @@ def _validating(name: str, ns: str) -> JSON:
             "webhooks": [_webhook("validating")]}  # fmt: skip
 
 
+# Kinds with a table that the profiles do not serve (decoded, not stored, by the tests).
+def _pv(name: str, ns: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": _meta(name, ""),
+            "spec": {"capacity": {"storage": "10Gi"},
+                     "csi": {"driver": "ebs.csi.aws.com", "volumeHandle": "vol-1", "fsType": "ext4",
+                             "volumeAttributes": {"type": "gp3"},
+                             "nodeStageSecretRef": {"name": "creds", "namespace": "kube-system"}},
+                     "accessModes": ["ReadWriteOnce"],
+                     "claimRef": {"kind": "PersistentVolumeClaim", "namespace": ns, "name": "data"},
+                     "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "standard",
+                     "mountOptions": ["noatime"], "volumeMode": "Filesystem",
+                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                         {"key": "zone", "operator": "In", "values": ["a"]}]}]}}},
+            "status": {"phase": "Bound", "lastPhaseTransitionTime": "2024-05-01T10:00:00Z"}}  # fmt: skip
+
+
+def _quota(name: str, ns: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": _meta(name, ns),
+            "spec": {"hard": {"pods": "10", "requests.cpu": "4"}, "scopes": ["NotBestEffort"],
+                     "scopeSelector": {"matchExpressions": [
+                         {"scopeName": "PriorityClass", "operator": "In", "values": ["high"]}]}},
+            "status": {"hard": {"pods": "10"}, "used": {"pods": "3"}}}  # fmt: skip
+
+
+def _limitrange(name: str, ns: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": _meta(name, ns),
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}, "min": {"cpu": "10m"},
+                                 "default": {"cpu": "500m"}, "defaultRequest": {"cpu": "100m"},
+                                 "maxLimitRequestRatio": {"cpu": "10"}}]}}  # fmt: skip
+
+
+def _ingressclass(name: str, ns: str) -> JSON:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass", "metadata": _meta(name, ""),
+            "spec": {"controller": "example.com/ingress", "parameters": {
+                "apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "external",
+                "scope": "Namespace", "namespace": "infra"}}}  # fmt: skip
+
+
+def _controllerrevision(name: str, ns: str) -> JSON:
+    return {"apiVersion": "apps/v1", "kind": "ControllerRevision", "metadata": _meta(name, ns),
+            "data": {"spec": {"template": {"$patch": "replace", "spec": {"containers": [
+                {"name": "app", "image": "nginx:1.25"}]}}}},
+            "revision": 3}  # fmt: skip
+
+
+def _replicationcontroller(name: str, ns: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "ReplicationController", "metadata": _meta(name, ns),
+            "spec": {"replicas": 0, "selector": {"app": "web"}, "template": template()},
+            "status": {"replicas": 0}}  # fmt: skip
+
+
+def _podtemplate(name: str, ns: str) -> JSON:
+    return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": _meta(name, ns),
+            "template": template()}  # fmt: skip
+
+
+def _events_event(name: str, ns: str) -> JSON:
+    return {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": _meta(name, ns),
+            "eventTime": "2024-05-01T10:00:00.250000Z",
+            "series": {"count": 2, "lastObservedTime": "2024-05-01T10:01:00.000001Z"},
+            "reportingController": "example.com/agent", "reportingInstance": "agent-0",
+            "action": "Apply", "reason": "Applied",
+            "regarding": {"kind": "Deployment", "namespace": ns, "name": "web", "apiVersion": "apps/v1"},
+            "note": "applied revision 3", "type": "Normal",
+            "deprecatedSource": {}, "deprecatedFirstTimestamp": None,
+            "deprecatedLastTimestamp": None}  # fmt: skip
+
+
 SAMPLES: dict[tuple[str, str], Callable[[str, str], JSON]] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ConfigMap"): _configmap,
@@ -603,6 +671,14 @@ SAMPLES: dict[tuple[str, str], Callable[[str, str], JSON]] = {
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): _crd,
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): _mutating,
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): _validating,
+    ("v1", "PersistentVolume"): _pv,
+    ("v1", "ResourceQuota"): _quota,
+    ("v1", "LimitRange"): _limitrange,
+    ("v1", "ReplicationController"): _replicationcontroller,
+    ("v1", "PodTemplate"): _podtemplate,
+    ("networking.k8s.io/v1", "IngressClass"): _ingressclass,
+    ("apps/v1", "ControllerRevision"): _controllerrevision,
+    ("events.k8s.io/v1", "Event"): _events_event,
 }
 
 

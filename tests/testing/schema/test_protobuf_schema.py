@@ -17,6 +17,8 @@ ALIASES = {
     "EndpointPort": f"{_CORE}.EndpointPort",
     "Event": f"{_CORE}.Event",
     "EventSeries": f"{_CORE}.EventSeries",
+    "EventsEvent": "io.k8s.api.events.v1.Event",
+    "EventsEventSeries": "io.k8s.api.events.v1.EventSeries",
     "SliceEndpoint": f"{_DISCOVERY}.Endpoint",
     "SliceEndpointConditions": f"{_DISCOVERY}.EndpointConditions",
     "SliceEndpointHints": f"{_DISCOVERY}.EndpointHints",
