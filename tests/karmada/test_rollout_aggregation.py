@@ -226,6 +226,30 @@ async def test_template_observed_generation_follows_each_rollout_through_the_age
         }
 
 
+async def test_rollouts_converge_with_the_members_simulated_controllers() -> None:
+    # The emulator's workload simulator plays the member's deployment controller this time.
+    async with running_pair(
+        "execution", "workStatus", knobs=Knobs(workload_ready_delay=0.2)
+    ) as pair:
+        cp = ControlPlane(pair, deployment("sim", replicas=3))
+        cp.template["metadata"]["generation"] = 1
+        await cp.propagate()
+        for image in (None, "nginx:1.28", "nginx:1.29"):
+            if image is not None:
+                await cp.edit_template(set_image(image))
+            generation = cp.template["metadata"]["generation"]
+            settled = await cp.reported(
+                lambda s, g=generation: (
+                    s.get("resourceTemplateGeneration") == g
+                    and s.get("observedGeneration", 0) >= s.get("generation", 0)
+                ),
+                f"generation {generation} rolled out by the member",
+            )
+            status = cp.aggregate(settled)
+            assert status["observedGeneration"] == generation
+            assert status["readyReplicas"] == 3
+
+
 async def test_a_member_not_reporting_holds_the_template_back() -> None:
     template = {"metadata": {"generation": 3}, "status": {"observedGeneration": 2}}
     fresh = {"generation": 4, "observedGeneration": 4, "resourceTemplateGeneration": 3}
