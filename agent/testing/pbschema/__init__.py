@@ -13,7 +13,8 @@ ExtraValue), or a message name; `[T]` is a repeated T, `{T}` a map from string t
 Special JSON forms: orbool, orarray, orstrings (the JSONSchemaProps unions).
 flags: `*` a Go pointer (present in JSON exactly when present on the wire), `!` a JSON tag
 without omitempty (zero values are written, a nil pointer/slice/map as null), `^` an
-embedded struct whose fields are inlined into the parent's JSON.
+embedded struct whose fields are inlined into the parent's JSON. `A = B` makes message A
+the same as B.
 
 Field order is Go struct order, which is the order encoding/json writes.
 """
@@ -83,11 +84,17 @@ def _field(line: str, where: str) -> Field:
 def parse(text: str) -> dict[str, tuple[Field, ...]]:
     """The messages of one schema text."""
     messages: dict[str, list[Field]] = {}
+    aliases: dict[str, str] = {}
     current: list[Field] | None = None
     name = ""
     for raw_line in text.splitlines():
         line = raw_line.split("#", 1)[0].rstrip()
         if not line.strip():
+            continue
+        if not line[0].isspace() and "=" in line:
+            alias, _, target = (part.strip() for part in line.partition("="))
+            aliases[alias] = target
+            current = None
             continue
         if not line[0].isspace():
             if not line.endswith(":"):
@@ -100,6 +107,10 @@ def parse(text: str) -> dict[str, tuple[Field, ...]]:
         if current is None:
             raise ValueError(f"schema line {raw_line!r} outside a message")
         current.append(_field(line.strip(), name))
+    for alias, target in aliases.items():
+        if alias in messages or target not in messages:
+            raise ValueError(f"alias {alias} = {target}: bad name")
+        messages[alias] = messages[target]
     return {k: tuple(v) for k, v in messages.items()}
 
 

@@ -451,32 +451,8 @@ EphemeralContainer:
   1 ephemeralContainerCommon EphemeralContainerCommon ^
   2 targetContainerName
 
-EphemeralContainerCommon:
-  1 name !
-  2 image
-  3 command [string]
-  4 args [string]
-  5 workingDir
-  6 ports [ContainerPort]
-  19 envFrom [EnvFromSource]
-  7 env [EnvVar]
-  8 resources ResourceRequirements
-  23 resizePolicy [ContainerResizePolicy]
-  24 restartPolicy string *
-  25 restartPolicyRules [ContainerRestartRule]
-  9 volumeMounts [VolumeMount]
-  21 volumeDevices [VolumeDevice]
-  10 livenessProbe Probe *
-  11 readinessProbe Probe *
-  22 startupProbe Probe *
-  12 lifecycle Lifecycle *
-  13 terminationMessagePath
-  20 terminationMessagePolicy
-  14 imagePullPolicy
-  15 securityContext SecurityContext *
-  16 stdin bool
-  17 stdinOnce bool
-  18 tty bool
+# Go keeps a copy of Container's fields for ephemeral containers: the same message.
+EphemeralContainerCommon = Container
 
 ContainerPort:
   1 name

@@ -18,32 +18,10 @@ from agent.testing.wire import ApiRequest
 from tests.polling import eventually
 
 from .kubectl import Kubectl, needs_kubectl
+from .pbencode import envelope, ld, vi
+from .samples import sample
 
 module_loop = pytest.mark.asyncio(loop_scope="module")
-
-
-def varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = b""
-    while True:
-        if n < 0x80:
-            return out + bytes([n])
-        out += bytes([n & 0x7F | 0x80])
-        n >>= 7
-
-
-def ld(number: int, payload: bytes | str) -> bytes:
-    data = payload.encode() if isinstance(payload, str) else payload
-    return varint(number << 3 | 2) + varint(len(data)) + data
-
-
-def vi(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(value)
-
-
-def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
-    # runtime.Unknown: typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2.
-    return b"k8s\x00" + ld(1, ld(1, api_version) + ld(2, kind)) + ld(2, raw)
 
 
 def test_self_subject_access_review_vector() -> None:
@@ -137,39 +115,23 @@ def test_unknown_kind_and_field_are_415_and_garbage_is_400() -> None:
     )
 
 
-_GADGETS = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "gadgets.pb.example.com"},
-    "spec": {
-        "group": "pb.example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object",
-                                           "x-kubernetes-preserve-unknown-fields": True}},
-        }],
-    },
-}  # fmt: skip
-
-
 @module_loop
 async def test_protobuf_to_custom_resource_is_415(emu: Emulator) -> None:
     async with emu.client() as client:
+        crd = sample("apiextensions.k8s.io/v1", "CustomResourceDefinition", "pbcr", "")
         created = await client.post(
-            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=_GADGETS
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd
         )
         assert created.status_code == 201, created.text
-        url = "/apis/pb.example.com/v1/namespaces/default/gadgets"
+        url = "/apis/pbcr.example.com/v1/namespaces/default/widgets"
 
         async def served() -> bool:
             return (await client.get(url)).status_code == 200
 
-        await eventually(served, what="the Gadget CRD served")
+        await eventually(served, what="the Widget CRD served")
         resp = await client.post(
             url,
-            content=envelope("pb.example.com/v1", "Gadget", ld(1, ld(1, "g"))),
+            content=envelope("pbcr.example.com/v1", "Widget", ld(1, ld(1, "w"))),
             headers={"content-type": "application/vnd.kubernetes.protobuf"},
         )
         assert resp.status_code == 415
