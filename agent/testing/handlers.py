@@ -45,6 +45,8 @@ PATCH_STRATEGIC = "application/strategic-merge-patch+json"
 PATCH_APPLY = "application/apply-patch+yaml"
 # Media types an object body may come in as JSON or YAML.
 JSON_YAML_TYPES = (JSON_CT, "application/yaml", "application/x-yaml", "text/yaml")
+# How often an update through admission starts over when the object is written meanwhile.
+_UPDATE_ATTEMPTS = 5
 _GEN_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -810,38 +812,49 @@ class Handlers:
                 meta.pop("resourceVersion", None)
                 return await self.create(rt, ns, obj, ctx)
             raise errors.not_found(rt.group, rt.resource, name)
-        result, code = await self.admit_update(rt, stored, obj, ctx)
+        remake = None
+        if self._webhooks(rt) is not None:
+            body = _copy(obj)
+            remake = lambda _live: _copy(body)  # noqa: E731
+        result, code = await self.admit_update(rt, stored, obj, ctx, remake=remake)
         return self.respond_obj(rt, result, code, ctx)
 
     async def admit_update(
         self, rt: ResourceType, stored: Stored, new: JSON, ctx: WriteCtx, *,
         patched: bool = False, applied: bool = False,
+        remake: Callable[[Stored], JSON] | None = None,
     ) -> tuple[JSON, int]:  # fmt: skip
         """`apply_update` through admission: mutating webhooks see the updated object as the
-        client made it, validating webhooks the prepared and validated one."""
+        client made it, validating webhooks the prepared and validated one. When the object
+        is written meanwhile, the update starts over on the new one (`remake` makes the
+        updated object again), as kube-apiserver's retried storage update does."""
         webhooks = self._webhooks(rt)
         if webhooks is None:
             return self.apply_update(rt, stored, new, ctx, patched=patched, applied=applied)
-        old = stored.obj
-        meta = old["metadata"]
+        meta = stored.obj["metadata"]
+        ns, name = meta.get("namespace", ""), meta["name"]
         req = Request(
-            rt, "UPDATE", meta.get("namespace", ""), meta["name"], ctx.subresource, ctx.user,
-            ctx.dry_run, ctx.options, ctx.warnings,
+            rt, "UPDATE", ns, name, ctx.subresource, ctx.user, ctx.dry_run, ctx.options,
+            ctx.warnings,
         )  # fmt: skip
-        with _warnings_on_error(ctx.warnings):
-            mutated, changed = await webhooks.mutate(req, new, old)
-            assert mutated is not None
-            if changed:
-                self._schema_pass(rt, mutated, _quiet(ctx))
-            new = self.check_update(rt, stored, mutated, ctx, patched=patched)
-            await webhooks.validate(req, new, old)
-        current = self.storage.get_stored(
-            rt.group_resource, meta.get("namespace", ""), meta["name"]
-        )
-        if current is not stored:
-            # Written meanwhile: kube-apiserver's update would start over on the new object.
-            raise errors.conflict(rt.group, rt.resource, meta["name"], errors.STALE_OBJECT)
-        return self.finish_update(rt, old, new, ctx, applied=applied)
+        for _ in range(_UPDATE_ATTEMPTS):
+            old = stored.obj
+            with _warnings_on_error(ctx.warnings):
+                mutated, changed = await webhooks.mutate(req, new, old)
+                assert mutated is not None
+                if changed:
+                    self._schema_pass(rt, mutated, _quiet(ctx))
+                checked = self.check_update(rt, stored, mutated, ctx, patched=patched)
+                await webhooks.validate(req, checked, old)
+            current = self.storage.get_stored(rt.group_resource, ns, name)
+            if current is stored:
+                return self.finish_update(rt, old, checked, ctx, applied=applied)
+            if current is None:
+                raise errors.not_found(rt.group, rt.resource, name)
+            if remake is None:
+                break
+            stored, new = current, remake(current)
+        raise errors.conflict(rt.group, rt.resource, name, errors.STALE_OBJECT)
 
     def apply_update(
         self,
@@ -1037,17 +1050,20 @@ class Handlers:
             )  # fmt: skip
             obj = await self.admit_create(rt, ns, created, ctx)
             return self.respond_obj(rt, obj, 201, ctx)
-        new = self._patched(rt, stored.obj, patch, ct, ctx, force)
-        meta = new.get("metadata") if isinstance(new, dict) else None
-        if not isinstance(meta, dict):
-            raise errors.bad_request("metadata: expected an object")
-        check_url_identity(rt, ns, name, meta, empty_matches=False)
-        meta["name"] = name
-        if meta.get("resourceVersion") == stored.obj["metadata"].get("resourceVersion"):
-            pass
+
+        def patched(live: Stored) -> JSON:
+            new = self._patched(rt, live.obj, patch, ct, ctx, force)
+            meta = new.get("metadata") if isinstance(new, dict) else None
+            if not isinstance(meta, dict):
+                raise errors.bad_request("metadata: expected an object")
+            check_url_identity(rt, ns, name, meta, empty_matches=False)
+            meta["name"] = name
+            return new
+
         result, code = await self.admit_update(
-            rt, stored, new, ctx, patched=True, applied=ct == PATCH_APPLY
-        )
+            rt, stored, patched(stored), ctx, patched=True, applied=ct == PATCH_APPLY,
+            remake=patched,
+        )  # fmt: skip
         return self.respond_obj(rt, result, code, ctx)
 
     def _engine(self, which: str) -> Callable[..., JSON]:

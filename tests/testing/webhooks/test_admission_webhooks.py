@@ -476,3 +476,76 @@ async def test_configurations_are_defaulted_and_validated(
         "and 30 seconds",
         "webhooks[1].clientConfig: Required value: exactly one of url or service is required",
     ]
+
+
+async def test_patch_written_meanwhile_starts_over_on_the_new_object(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    ns = await hooks.namespace()
+    assert (await create_cm(api, ns, "cm")).status_code == 201
+    merge = {"content-type": "application/merge-patch+json"}
+    url = f"/api/v1/namespaces/{ns}/configmaps/cm"
+    seen: list[JSON] = []
+
+    async def interfere(request: JSON) -> JSON:
+        seen.append(request["object"]["data"])
+        if len(seen) == 1:  # another client writes while the first patch is being reviewed
+            resp = await api.patch(url, json={"data": {"other": "x"}}, headers=merge)
+            assert resp.status_code == 200, resp.text
+        return {"allowed": True}
+
+    server.answer("interfere", interfere)
+    await hooks.validating(
+        "interfere",
+        webhook("interfere.example.com", hooks.url("interfere"), [rule(["configmaps"], ("UPDATE",))]),
+    )  # fmt: skip
+    resp = await api.patch(url, json={"data": {"mine": "y"}}, headers=merge)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["data"] == {"a": "1", "mine": "y", "other": "x"}
+    assert seen == [
+        {"a": "1", "mine": "y"},
+        {"a": "1", "other": "x"},
+        {"a": "1", "mine": "y", "other": "x"},
+    ]
+
+
+async def test_equivalent_match_policy_sends_the_version_the_rule_names(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    versions = [
+        {"name": v, "served": True, "storage": v == "v1", "schema": {"openAPIV3Schema": {
+            "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}
+        for v in ("v1", "v2")
+    ]  # fmt: skip
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.multi.example.io"},
+        "spec": {"group": "multi.example.io", "scope": "Namespaced", "versions": versions,
+                 "names": {"kind": "Gadget", "plural": "gadgets"}},
+    }  # fmt: skip
+    resp = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+    assert resp.status_code == 201, resp.text
+    await polling.eventually(
+        lambda: api.get("/apis/multi.example.io/v2/gadgets"),
+        until=lambda r: r.status_code == 200,
+        what="gadgets served at v2",
+    )
+    server.answer("equivalent", lambda r: {"allowed": True})
+    server.answer("exact", lambda r: {"allowed": True})
+    v2_only = [rule(["gadgets"], ("CREATE",), "multi.example.io", "v2")]
+    await hooks.validating(
+        "versions",
+        webhook("equivalent.example.com", hooks.url("equivalent"), v2_only),
+        webhook("exact.example.com", hooks.url("exact"), v2_only, matchPolicy="Exact"),
+    )
+    ns = await hooks.namespace()
+    gadget = {"apiVersion": "multi.example.io/v1", "kind": "Gadget", "metadata": {"name": "g"}}
+    resp = await api.post(f"/apis/multi.example.io/v1/namespaces/{ns}/gadgets", json=gadget)
+    assert resp.status_code == 201, resp.text
+    assert server.calls("exact") == []
+    (review,) = server.calls("equivalent")
+    assert review["kind"] == {"group": "multi.example.io", "version": "v2", "kind": "Gadget"}
+    assert review["requestKind"]["version"] == "v1"
+    assert review["resource"]["version"] == "v2"
+    assert review["requestResource"]["version"] == "v1"
+    assert review["object"]["apiVersion"] == "multi.example.io/v2"
