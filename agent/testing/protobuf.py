@@ -9,8 +9,9 @@ in struct order, zero values dropped where the JSON tag says omitempty, value st
 present, a zero metav1.Time as null.
 
 The wire decoder is generic; what each message means comes from one schema table
-(agent.testing.pbschema). Kinds without a table, and fields a table does not list, are
-refused with 415 rather than guessed.
+(agent.testing.pbschema). Kinds without a table are refused with 415 rather than guessed;
+a field number the table does not list (a newer client's field) is skipped, as the generated
+Go Unmarshal skips it.
 """
 
 from __future__ import annotations
@@ -201,8 +202,6 @@ def _schema_union(raw: bytes, type_: str, where: str) -> Any:
             items.append(_value("msg:JSONSchemaProps", wire, value, where))
         elif number == 2 and type_ == "orstrings":
             items.append(_value("string", wire, value, where))
-        else:
-            raise UnsupportedError(f"field {number} of {where}")
     if type_ == "orbool":
         return schema if schema is not None else allows
     return items if items else schema
@@ -291,7 +290,7 @@ def _collect(message: str, data: bytes) -> dict[str, Any]:
     for number, wire, value in iter_fields(data):
         spec = by_number.get(number)
         if spec is None:
-            raise UnsupportedError(f"field {number} of {message}")
+            continue
         where = f"{message}.{spec.name}"
         if spec.is_map:
             _want(wire, _LEN, where)
