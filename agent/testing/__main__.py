@@ -3,6 +3,12 @@
 Serves an emulated API server until SIGTERM or SIGINT (then exits 0). The admin
 kubeconfig (https server, CA data embedded, bearer token) is written to FILE only once
 the server accepts requests, so a script can wait for the file to appear.
+
+Admission webhooks configured by a Service reference are reached at the address
+`--webhook-service NAMESPACE/NAME=HOST:PORT` gives (repeatable): the emulator has no cluster
+network, so e.g. `--webhook-service karmada-system/karmada-webhook=127.0.0.1:8443` lets it call a
+karmada-webhook running on this machine (its certificate must still name
+`karmada-webhook.karmada-system.svc`).
 """
 
 from __future__ import annotations
@@ -33,7 +39,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=True,
         help="evaluate RBAC (default) or allow every authenticated request",
     )
+    parser.add_argument(
+        "--webhook-service",
+        action="append",
+        default=[],
+        type=_service_address,
+        metavar="NAMESPACE/NAME=HOST:PORT",
+        help="where admission webhooks referring to a Service are called (repeatable)",
+    )
     return parser.parse_args(argv)
+
+
+def _service_address(text: str) -> tuple[str, str]:
+    service, _, address = text.partition("=")
+    namespace, _, name = service.partition("/")
+    host, _, port = address.rpartition(":")
+    if not (namespace and name and host and port.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}")
+    return f"{namespace}/{name}", address
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -44,6 +67,7 @@ async def serve(args: argparse.Namespace) -> int:
     async with run_emulator(
         args.profile, name=args.name, port=args.port, authorization=args.authorization
     ) as emu:
+        emu.api.admission.client.services.update(args.webhook_service)
         # run_emulator yields once /readyz answered over HTTPS.
         emu.write_kubeconfig(args.kubeconfig_out)
         print(f"{args.profile} emulator {emu.name} serving at {emu.url}", flush=True)
