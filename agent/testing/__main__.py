@@ -4,7 +4,8 @@ Serves an emulated API server until SIGTERM or SIGINT (then exits 0). The admin
 kubeconfig (https server, CA data embedded, bearer token) is written to FILE only once
 the server accepts requests, so a script can wait for the file to appear.
 
-Admission webhooks configured by a Service reference are reached at the address
+Admission webhooks configured by a Service reference (or by a url naming the Service's DNS
+name, `https://NAME.NAMESPACE.svc...`) are reached at the address
 `--webhook-service NAMESPACE/NAME=HOST:PORT` gives (repeatable): the emulator has no cluster
 network, so e.g. `--webhook-service karmada-system/karmada-webhook=127.0.0.1:8443` lets it call a
 karmada-webhook running on this machine (its certificate must still name

@@ -6,7 +6,8 @@ The AdmissionReview goes to `clientConfig.url`, or to the Service `clientConfig.
 network, so a Service reference is dialled at the address `services["<namespace>/<name>"]`
 gives (`host:port`), still verifying the certificate for `<name>.<namespace>.svc`; without an
 entry the Service's DNS name is dialled, which fails as kube-apiserver fails when it cannot
-reach the Service.
+reach the Service. A `url` whose host is a Service's DNS name (`<name>.<namespace>.svc`, as
+karmada-webhook's configuration has it) is dialled the same way.
 
 Failures come back as `CallingError` (subject to the webhook's failurePolicy) with the text
 kube-apiserver's Go client gives for the same failure.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import socket
 import ssl
 from dataclasses import dataclass, field
@@ -54,6 +56,9 @@ class Target:
     server_name: str  # the name the certificate must be valid for
 
 
+_SERVICE_HOST = re.compile(r"^([^.]+)\.([^.]+)\.svc(\.cluster\.local)?$")
+
+
 def _target(config: JSON, services: dict[str, str], timeout: int) -> Target:
     query = f"?timeout={timeout}s"
     service = config.get("service")
@@ -63,15 +68,17 @@ def _target(config: JSON, services: dict[str, str], timeout: int) -> Target:
         port = int(service.get("port") or 443)
         path = str(service.get("path") or "/") + query
         url = f"https://{dns}:{port}{path}"
-        mapped = services.get(f"{ns}/{name}")
-        if mapped:
-            host, _, mapped_port = mapped.rpartition(":")
-            return Target(url, host.strip("[]"), int(mapped_port), path, dns)
-        return Target(url, dns, port, path, dns)
-    raw = str(config.get("url") or "")
-    parsed = httpx.URL(raw)
-    path = (parsed.raw_path.decode() or "/") + query
-    return Target(raw + query, parsed.host, parsed.port or 443, path, parsed.host)
+    else:
+        url = str(config.get("url") or "") + query
+        parsed = httpx.URL(url)
+        dns, port, path = parsed.host, parsed.port or 443, parsed.raw_path.decode()
+        found = _SERVICE_HOST.match(dns)
+        ns, name = (found.group(2), found.group(1)) if found else ("", "")
+    mapped = services.get(f"{ns}/{name}")
+    if mapped:
+        host, _, mapped_port = mapped.rpartition(":")
+        return Target(url, host.strip("[]"), int(mapped_port), path, dns)
+    return Target(url, dns, port, path, dns)
 
 
 class WebhookClient:

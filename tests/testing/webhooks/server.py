@@ -39,6 +39,7 @@ class WebhookServer:
         self.dns_names = tuple(dns_names)
         self.answers: dict[str, Answer] = {}
         self.reviews: dict[str, list[JSON]] = {}
+        self.review_versions: dict[str, list[str]] = {}
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -56,10 +57,15 @@ class WebhookServer:
     def calls(self, path: str) -> list[JSON]:
         return self.reviews.get(path, [])
 
+    def versions(self, path: str) -> list[str]:
+        """The AdmissionReview apiVersion of each review received."""
+        return self.review_versions.get(path, [])
+
     async def _handle(self, request: web.Request) -> web.Response:
         path = request.match_info["path"]
         review = await request.json()
         self.reviews.setdefault(path, []).append(review["request"])
+        self.review_versions.setdefault(path, []).append(review["apiVersion"])
         fn = self.answers.get(path, allow)
         response = fn(review["request"])
         if not isinstance(response, dict):

@@ -549,3 +549,25 @@ async def test_equivalent_match_policy_sends_the_version_the_rule_names(
     assert review["resource"]["version"] == "v2"
     assert review["requestResource"]["version"] == "v1"
     assert review["object"]["apiVersion"] == "multi.example.io/v2"
+
+
+async def test_karmada_style_service_url_and_v1beta1_reviews(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient, emu: Emulator
+) -> None:
+    """karmada-webhook's configuration: a `url` naming the Service's DNS name, v1beta1 reviews,
+    whose patches need no patchType."""
+    patch = json_patch([{"op": "add", "path": "/metadata/labels", "value": {"id": "w-1"}}])
+    del patch["patchType"]
+    server.answer("mutate-work", lambda r: patch)
+    emu.api.admission.client.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
+    config = {"url": "https://hooks.webhooks.svc:443/mutate-work", "caBundle": server.ca_bundle}
+    await hooks.mutating(
+        "mutating-config",
+        webhook("work.example.io", config, [rule(["configmaps"])],
+                admissionReviewVersions=["v1beta1"], timeoutSeconds=3),
+    )  # fmt: skip
+    ns = await hooks.namespace()
+    resp = await create_cm(api, ns, "cm")
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["metadata"]["labels"] == {"id": "w-1"}
+    assert server.versions("mutate-work") == ["admission.k8s.io/v1beta1"]
