@@ -53,6 +53,8 @@ class Request:
     options: JSON = field(default_factory=dict)
     # Where the webhooks' warnings go (the response's Warning headers).
     warnings: list[str] = field(default_factory=list)
+    # The objects' own kind where it is not the resource's (autoscaling/v1 Scale for /scale).
+    kind: JSON | None = None
 
     def __post_init__(self) -> None:
         # A Namespace's own requests carry its name as their namespace.
@@ -109,12 +111,14 @@ def rule_matches(rule: JSON, req: Request, rt: ResourceType) -> bool:
     return False
 
 
-def _sent(obj: JSON | None, rt: ResourceType) -> JSON | None:
+def _sent(obj: JSON | None, rt: ResourceType, req: Request) -> JSON | None:
+    """The object as the webhook is sent it: in the version it asked for."""
     if obj is None:
         return None
     out = copy.deepcopy(obj)
-    out["apiVersion"] = rt.api_version
-    out["kind"] = rt.kind
+    if req.kind is None:
+        out["apiVersion"] = rt.api_version
+        out["kind"] = rt.kind
     return out
 
 
@@ -235,18 +239,18 @@ class WebhookAdmission:
         }  # fmt: skip
         return {
             "uid": str(uuid.uuid4()),
-            "kind": _gvk(inv.rt),
+            "kind": req.kind or _gvk(inv.rt),
             "resource": _gvr(inv.rt),
             **({"subResource": req.subresource} if req.subresource else {}),
-            "requestKind": _gvk(req.rt),
+            "requestKind": req.kind or _gvk(req.rt),
             "requestResource": _gvr(req.rt),
             **({"requestSubResource": req.subresource} if req.subresource else {}),
             **({"name": req.name} if req.name else {}),
             **({"namespace": req.namespace} if req.namespace else {}),
             "operation": req.operation,
             "userInfo": user,
-            "object": _sent(obj, inv.rt),
-            "oldObject": _sent(old, inv.rt),
+            "object": _sent(obj, inv.rt, req),
+            "oldObject": _sent(old, inv.rt, req),
             "dryRun": req.dry_run,
             "options": options,
         }
@@ -272,7 +276,9 @@ class WebhookAdmission:
             return
         raise errors.internal(str(exc)) from exc
 
-    def _patched(self, inv: _Invocation, obj: JSON | None, answer: Answer) -> JSON | None:
+    def _patched(
+        self, inv: _Invocation, req: Request, obj: JSON | None, answer: Answer
+    ) -> JSON | None:
         name = str(inv.hook.get("name"))
         if not answer.patch:
             return None
@@ -291,7 +297,7 @@ class WebhookAdmission:
             )
         if answer.patch_type != "JSONPatch":
             raise CallingError(name, f'unsupported patch type "{answer.patch_type}"')
-        sent = _sent(obj, inv.rt)
+        sent = _sent(obj, inv.rt, req)
         assert sent is not None
         try:
             patched = apply_json_patch(sent, ops)
@@ -319,7 +325,7 @@ class WebhookAdmission:
                     continue
                 try:
                     answer = await self._call(inv, req, obj, old, mutating=True)
-                    patched = self._patched(inv, obj, answer)
+                    patched = self._patched(inv, req, obj, answer)
                 except CallingError as exc:
                     self._failed(inv, exc)
                     patched = None

@@ -226,7 +226,7 @@ class ApiServer:
         if verb == "update":
             if sub == "scale":
                 ctx = h.write_ctx(req, "UpdateOptions", "scale")
-                return h.update_scale(rt, ns, name, h.parse_body(req, rt=rt), ctx)
+                return await h.update_scale(rt, ns, name, h.parse_body(req, rt=rt), ctx)
             ctx = h.write_ctx(req, "UpdateOptions", sub)
             return await h.update(rt, ns, name, h.parse_body(req, rt=rt), ctx)
         if verb == "patch":

@@ -47,6 +47,7 @@ PATCH_APPLY = "application/apply-patch+yaml"
 JSON_YAML_TYPES = (JSON_CT, "application/yaml", "application/x-yaml", "text/yaml")
 # How often an update through admission starts over when the object is written meanwhile.
 _UPDATE_ATTEMPTS = 5
+_SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
 _GEN_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _SERVER_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds")
 UNDELETABLE_NAMESPACES = ("default", "kube-system", "kube-public")
@@ -1037,7 +1038,7 @@ class Handlers:
         stored = self.storage.get_stored(rt.group_resource, ns, name)
         force = force_text is not None and force_text.lower() in ("true", "1", "")
         if ctx.subresource == "scale":
-            return self._patch_scale(rt, ns, name, stored, patch, ct, ctx, force)
+            return await self._patch_scale(rt, ns, name, stored, patch, ct, ctx, force)
         if stored is None:
             if ct != PATCH_APPLY or ctx.subresource:
                 raise errors.not_found(rt.group, rt.resource, name)
@@ -1141,18 +1142,30 @@ class Handlers:
             200, _dumps(self.scale_of(rt, stored.obj)).encode(), {"content-type": JSON_CT}
         )
 
-    def update_scale(
+    async def update_scale(
         self, rt: ResourceType, ns: str, name: str, body: Any, ctx: WriteCtx
     ) -> ApiResponse:
         stored = self.get_obj(rt, ns, name)
         if not isinstance(body, dict):
             raise errors.bad_request("Scale: expected an object")
-        return self._write_scale(rt, stored, body, ctx)
+        return await self._write_scale(rt, stored, body, ctx)
 
-    def _write_scale(
+    async def _write_scale(
         self, rt: ResourceType, stored: Stored, scale: JSON, ctx: WriteCtx
     ) -> ApiResponse:
+        """A /scale write: webhooks see Scale objects (the new and the stored one's)."""
         name = stored.obj["metadata"]["name"]
+        webhooks = self._webhooks(rt)
+        old_scale = self.scale_of(rt, stored.obj)
+        req = Request(
+            rt, "UPDATE", stored.obj["metadata"].get("namespace", ""), name, "scale", ctx.user,
+            ctx.dry_run, ctx.options, ctx.warnings, kind=_SCALE_KIND,
+        )  # fmt: skip
+        if webhooks is not None:
+            with _warnings_on_error(ctx.warnings):
+                mutated, _ = await webhooks.mutate(req, scale, old_scale)
+            assert mutated is not None
+            scale = mutated
         rv = (scale.get("metadata") or {}).get("resourceVersion")
         if rv and rv != str(stored.rv):
             raise errors.conflict(rt.group, rt.resource, name, errors.STALE_OBJECT)
@@ -1171,11 +1184,19 @@ class Handlers:
             user=ctx.user, dry_run=ctx.dry_run, manager=ctx.manager, validation="Ignore",
             warnings=ctx.warnings, subresource="",
         )  # fmt: skip
+        if webhooks is not None:
+            with _warnings_on_error(ctx.warnings):
+                await webhooks.validate(req, self.scale_of(rt, new), old_scale)
+            if self.storage.get_stored(rt.group_resource, req.namespace, name) is not stored:
+                raise errors.conflict(rt.group, rt.resource, name, errors.STALE_OBJECT)
         result, _ = self.apply_update(rt, stored, new, main_ctx, patched=True)
         body = self.scale_of(rt, result)
-        return ApiResponse(200, _dumps(body).encode(), {"content-type": JSON_CT})
+        headers = {"content-type": JSON_CT}
+        if ctx.warnings:
+            headers["warning"] = warning_header(ctx.warnings)
+        return ApiResponse(200, _dumps(body).encode(), headers)
 
-    def _patch_scale(
+    async def _patch_scale(
         self, rt: ResourceType, ns: str, name: str, stored: Stored | None, patch: Any, ct: str,
         ctx: WriteCtx, force: bool,
     ) -> ApiResponse:  # fmt: skip
@@ -1190,7 +1211,7 @@ class Handlers:
             new = self._engine("strategic")(current, patch, NoFieldMeta())
         else:
             new = self._engine("merge_patch")(current, patch)
-        return self._write_scale(rt, stored, new, ctx)
+        return await self._write_scale(rt, stored, new, ctx)
 
     # ------------------------------------------------------------------ DELETE
 

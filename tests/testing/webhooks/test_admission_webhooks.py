@@ -571,3 +571,44 @@ async def test_karmada_style_service_url_and_v1beta1_reviews(
     assert resp.status_code == 201, resp.text
     assert resp.json()["metadata"]["labels"] == {"id": "w-1"}
     assert server.versions("mutate-work") == ["admission.k8s.io/v1beta1"]
+
+
+async def test_scale_subresource_is_reviewed_as_scale_objects(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    def cap(request: JSON) -> JSON:
+        if request["object"]["spec"]["replicas"] <= 3:
+            return {"allowed": True}
+        return json_patch([{"op": "replace", "path": "/spec/replicas", "value": 3}],
+                          warnings=["capped at 3 replicas"])  # fmt: skip
+
+    server.answer("cap", cap)
+    await hooks.mutating(
+        "cap",
+        webhook("cap.example.com", hooks.url("cap"), [rule(["*/scale"], ("UPDATE",), "apps")]),
+    )
+    ns = await hooks.namespace()
+    labels = {"app": "web"}
+    deployment = {
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+            "metadata": {"labels": labels},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }  # fmt: skip
+    base = f"/apis/apps/v1/namespaces/{ns}/deployments"
+    assert (await api.post(base, json=deployment)).status_code == 201
+    assert server.calls("cap") == []
+    scale = {"apiVersion": "autoscaling/v1", "kind": "Scale",
+             "metadata": {"name": "web", "namespace": ns}, "spec": {"replicas": 10}}  # fmt: skip
+    resp = await api.put(f"{base}/web/scale", json=scale)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["spec"]["replicas"] == 3
+    assert resp.headers["warning"] == '299 - "capped at 3 replicas"'
+    assert (await api.get(f"{base}/web")).json()["spec"]["replicas"] == 3
+    (review,) = server.calls("cap")
+    scale_kind = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
+    assert (review["kind"], review["requestKind"]) == (scale_kind, scale_kind)
+    assert review["resource"] == {"group": "apps", "version": "v1", "resource": "deployments"}
+    assert review["subResource"] == "scale"
+    assert review["object"]["kind"] == "Scale"
+    assert review["oldObject"]["spec"]["replicas"] == 1
