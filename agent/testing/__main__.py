@@ -1,4 +1,4 @@
-"""`python -m agent.testing --profile member|karmada --port PORT --kubeconfig-out FILE`
+"""`python -m agent.testing --profile member|karmada [--all-crds] --port PORT --kubeconfig-out FILE`
 
 Serves an emulated API server until SIGTERM or SIGINT (then exits 0). The admin
 kubeconfig (https server, CA data embedded, bearer token) is written to FILE only once
@@ -48,7 +48,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         metavar="NAMESPACE/NAME=HOST:PORT",
         help="where admission webhooks referring to a Service are called (repeatable)",
     )
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--all-crds",
+        action="store_true",
+        help="karmada profile: install every CRD Karmada publishes (policy, work, config, "
+        "networking), not only the kinds the agent uses",
+    )
+    args = parser.parse_args(argv)
+    if args.all_crds and args.profile != "karmada":
+        parser.error("--all-crds needs --profile karmada")
+    return args
 
 
 def _service_address(text: str) -> tuple[str, str]:
@@ -66,7 +75,11 @@ async def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with run_emulator(
-        args.profile, name=args.name, port=args.port, authorization=args.authorization
+        args.profile,
+        name=args.name,
+        port=args.port,
+        authorization=args.authorization,
+        all_crds=args.all_crds,
     ) as emu:
         emu.api.admission.client.services.update(args.webhook_service)
         # run_emulator yields once /readyz answered over HTTPS.

@@ -74,10 +74,11 @@ class Emulator:
         knobs: Knobs | None = None,
         fault_seed: int | None = None,
         admin_token: str | None = None,
+        all_crds: bool = False,
     ) -> None:
         self.profile_name = profile
         self.name = name or DEFAULT_NAMES.get(profile, profile)
-        self.profile = profile_by_name(profile, self.name)
+        self.profile = profile_by_name(profile, self.name, all_crds=all_crds)
         self.ca = CertificateAuthority.generate(f"{self.name}-ca")
         self.sa_tokens = ServiceAccountTokenIssuer.generate()
         self.admin_token = admin_token or secrets.token_urlsafe(32)
@@ -313,8 +314,10 @@ async def run_emulator(
     knobs: Knobs | None = None,
     fault_seed: int | None = None,
     admin_token: str | None = None,
+    all_crds: bool = False,
 ) -> AsyncIterator[Emulator]:
-    """Build, start and (on exit) stop an emulator; yields it once it accepts requests."""
+    """Build, start and (on exit) stop an emulator; yields it once it accepts requests.
+    `all_crds` (karmada profile): every CRD Karmada publishes, as a full control plane has."""
     emu = Emulator(
         profile,
         name=name,
@@ -323,6 +326,7 @@ async def run_emulator(
         knobs=knobs,
         fault_seed=fault_seed,
         admin_token=admin_token,
+        all_crds=all_crds,
     )
     await emu.start()
     try:

@@ -7,18 +7,15 @@
   none are given (feature gate CustomizedClusterResourceModeling, on by default) or sorts
   and normalises the given ones; a spec change bumps generation; canonicalisation stamps
   NoExecute taints with timeAdded and moves a lone deprecated `zone` into `zones`.
-- Work and the interpreter configuration types: CRD objects created at seed time.
+- Work, the policy, interpreter and networking types: CRDs (agent.testing.karmada.crds).
 """
 
 from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
-
-import yaml
 
 from agent.testing.errors import field_cause
 
@@ -347,86 +344,6 @@ def validate_cluster(cluster: JSON, _old: JSON | None = None) -> list[JSON]:
             )
         )
     return causes
-
-
-def _load_yaml(name: str) -> JSON:
-    text = resources.files("agent.testing.karmada").joinpath(name).read_text()
-    loaded = yaml.safe_load(text)
-    assert isinstance(loaded, dict)
-    return loaded
-
-
-def work_crd() -> JSON:
-    return _load_yaml("work.karmada.io_works.yaml")
-
-
-def mcs_crds() -> list[JSON]:
-    """The Kubernetes MCS API kinds (ServiceExport, ServiceImport), served by the control plane
-    and by member clusters, as Karmada installs them."""
-    return [
-        _load_yaml("multicluster.x-k8s.io_serviceexports.yaml"),
-        _load_yaml("multicluster.x-k8s.io_serviceimports.yaml"),
-    ]
-
-
-def multicluster_service_crd() -> JSON:
-    return _load_yaml("networking.karmada.io_multiclusterservices.yaml")
-
-
-def _open_crd(group: str, kind: str, plural: str, short_names: list[str]) -> JSON:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-                "shortNames": short_names,
-                "categories": ["karmada-io"],
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1alpha1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                            "properties": {
-                                "apiVersion": _STRING,
-                                "kind": _STRING,
-                                "metadata": {"type": "object"},
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
-def interpreter_crds() -> list[JSON]:
-    """The config.karmada.io types the agent lists and watches (their bodies left open here)."""
-    return [
-        _open_crd(
-            "config.karmada.io",
-            "ResourceInterpreterCustomization",
-            "resourceinterpretercustomizations",
-            ["ric"],
-        ),
-        _open_crd(
-            "config.karmada.io",
-            "ResourceInterpreterWebhookConfiguration",
-            "resourceinterpreterwebhookconfigurations",
-            [],
-        ),
-    ]
 
 
 def cluster_resource_type() -> Any:

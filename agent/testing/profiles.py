@@ -7,6 +7,7 @@ must be stable across restarts (the member's kube-system uid is its Karmada clus
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,13 +53,15 @@ def member_profile(name: str = "member1") -> Profile:
     )
 
 
-def karmada_profile(name: str = "karmada") -> Profile:
+def karmada_profile(name: str = "karmada", *, all_crds: bool = False) -> Profile:
+    """`all_crds`: install every CRD Karmada publishes (policy, work, config, networking), as a
+    control plane built on them needs; by default only the kinds the agent uses."""
     from agent.testing.karmada_types import cluster_resource_type
 
     return Profile(
         name="karmada",
         types=[cluster_resource_type()],
-        seed=seed_karmada,
+        seed=functools.partial(seed_karmada, all_crds=all_crds),
         controllers=[
             *COMMON_CONTROLLERS,
             cluster_controller.run,
@@ -70,9 +73,11 @@ def karmada_profile(name: str = "karmada") -> Profile:
     )
 
 
-def profile_by_name(profile: str, name: str) -> Profile:
+def profile_by_name(profile: str, name: str, *, all_crds: bool = False) -> Profile:
+    if all_crds and profile != "karmada":
+        raise ValueError("all_crds is an option of the karmada profile")
     if profile == "member":
         return member_profile(name)
     if profile == "karmada":
-        return karmada_profile(name)
+        return karmada_profile(name, all_crds=all_crds)
     raise ValueError(f"unknown profile {profile!r}: expected member or karmada")

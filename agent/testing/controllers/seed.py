@@ -10,9 +10,9 @@ from __future__ import annotations
 import base64
 import uuid
 
-from agent.testing import karmada_types
 from agent.testing.controllers import ControllerContext, rfc3339
 from agent.testing.controllers.informer import ensure_created
+from agent.testing.karmada import crds
 from agent.testing.loopback import JSON
 from agent.testing.policy import default_rbac_objects
 
@@ -204,18 +204,12 @@ def karmada_bootstrap_objects(server: str, ca_pem: bytes) -> list[JSON]:
     ]
 
 
-async def seed_karmada(ctx: ControllerContext) -> None:
+async def seed_karmada(ctx: ControllerContext, *, all_crds: bool = False) -> None:
+    """`all_crds`: Karmada's published CRDs, as a full control plane has them, instead of the
+    kinds the agent uses."""
     await seed_common(ctx)
     await create_all(ctx, [namespace(n) for n in KARMADA_NAMESPACES])
-    await create_all(
-        ctx,
-        [
-            karmada_types.work_crd(),
-            *karmada_types.interpreter_crds(),
-            *karmada_types.mcs_crds(),
-            karmada_types.multicluster_service_crd(),
-        ],
-    )
+    await create_all(ctx, crds.control_plane_crds() if all_crds else crds.default_crds())
     await create_all(ctx, karmada_bootstrap_objects(ctx.server_url, ctx.ca.cert_pem))
 
 
@@ -332,4 +326,4 @@ async def seed_member(ctx: ControllerContext) -> None:
             created["status"] = node["status"]
             await ctx.api.update(f"/api/v1/nodes/{node['metadata']['name']}/status", created)
     # The MCS API, as a member running Karmada's serviceExport machinery has it installed.
-    await create_all(ctx, karmada_types.mcs_crds())
+    await create_all(ctx, crds.mcs_crds())

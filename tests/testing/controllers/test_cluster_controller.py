@@ -7,6 +7,7 @@ from typing import Any
 
 from agent.testing import karmada_types
 from agent.testing.controllers import cluster_controller, micro_time
+from agent.testing.karmada import crds
 
 from .fake_api import FakeApi, Running, eventually, make_ctx
 
@@ -249,7 +250,7 @@ def test_cluster_validation_causes() -> None:
 
 
 def test_work_crd_keeps_upstream_structure() -> None:
-    crd = karmada_types.work_crd()
+    crd = crds.work_crd()
     assert crd["metadata"]["name"] == "works.work.karmada.io"
     assert crd["spec"]["names"]["shortNames"] == ["wk"]
     version = crd["spec"]["versions"][0]
