@@ -85,6 +85,9 @@ class ServerConfig:
     clock: Callable[[], float] = time.time
 
 
+STRICT_DECODING = "strict decoding error: "
+
+
 @dataclass
 class WriteCtx:
     user: UserInfo | None
@@ -621,7 +624,8 @@ class Handlers:
     async def create(
         self, rt: ResourceType, ns: str, body: Any, ctx: WriteCtx, code: int = 201
     ) -> ApiResponse:
-        obj = await self.admit_create(rt, ns, body, ctx)
+        with _decoding(rt):
+            obj = await self.admit_create(rt, ns, body, ctx)
         return self.respond_obj(rt, obj, code, ctx)
 
     def _webhooks(self, rt: ResourceType) -> WebhookAdmission | None:
@@ -793,7 +797,7 @@ class Handlers:
         if unknown and ctx.validation != "Ignore":
             if ctx.validation == "Strict":
                 raise errors.bad_request(
-                    "strict decoding error: " + ", ".join(f'unknown field "{p}"' for p in unknown)
+                    STRICT_DECODING + ", ".join(f'unknown field "{p}"' for p in unknown)
                 )
             ctx.warnings.extend(f'unknown field "{p}"' for p in unknown)
         schema.default(obj)
@@ -817,7 +821,8 @@ class Handlers:
         if self._webhooks(rt) is not None:
             body = _copy(obj)
             remake = lambda _live: _copy(body)  # noqa: E731
-        result, code = await self.admit_update(rt, stored, obj, ctx, remake=remake)
+        with _decoding(rt):
+            result, code = await self.admit_update(rt, stored, obj, ctx, remake=remake)
         return self.respond_obj(rt, result, code, ctx)
 
     async def admit_update(
@@ -1412,6 +1417,22 @@ def _warnings_on_error(warnings: builtins.list[str]) -> Iterator[None]:
     except ApiError as exc:
         if warnings:
             exc.headers["warning"] = warning_header(warnings)
+        raise
+
+
+@contextlib.contextmanager
+def _decoding(rt: ResourceType) -> Iterator[None]:
+    """Unknown fields of a create's or PUT's body are reported as kube's decoder reports
+    them; a patch's are found once the patch is applied, and reported without this prefix."""
+    try:
+        yield
+    except ApiError as exc:
+        if exc.code == 400 and exc.message.startswith(STRICT_DECODING):
+            exc.message = (
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+                + exc.message
+            )
+            exc.args = (exc.message,)
         raise
 
 

@@ -563,8 +563,11 @@ class TypeSchema:
             if "maxItems" in shape and len(value) > shape["maxItems"]:
                 causes.append(too_many(path, len(value), int(shape["maxItems"])))
             if "minItems" in shape and len(value) < shape["minItems"]:
+                # kube-openapi reports the list's length as the invalid value, not the list.
                 causes.append(
-                    invalid(path, value, f"{where} should have at least {shape['minItems']} items")
+                    invalid(
+                        path, len(value), f"{where} should have at least {shape['minItems']} items"
+                    )
                 )
             if shape.get("uniqueItems") and len({go_value(v) for v in value}) != len(value):
                 causes.append(invalid(path, value, f"{where} shouldn't contain duplicates"))

@@ -352,6 +352,13 @@ async def test_unknown_fields_are_pruned_as_for_any_crd(
     ]
     spec = json.loads(await k.ok("get", "pp", "extra", "-n", ns, "-o", "jsonpath={.spec}"))
     assert "colour" not in spec
+    replaced = await k("replace", "-f", "-", "--validate=strict", stdin=extra)
+    assert replaced.rc == 1
+    assert replaced.err.strip() == (
+        'Error from server (BadRequest): error when replacing "STDIN": PropagationPolicy in '
+        'version "v1alpha1" cannot be handled as a PropagationPolicy: strict decoding error: '
+        'unknown field "spec.colour", unknown field "spec.resourceSelectors[0].shape"'
+    )
     assert spec["resourceSelectors"] == [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "nginx"}
     ]

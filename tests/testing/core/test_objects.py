@@ -395,7 +395,8 @@ async def test_unknown_fields_warn_strict_ignore(api: ApiServer) -> None:
     assert (code, body["reason"], body["message"]) == (
         400,
         "BadRequest",
-        'strict decoding error: unknown field "spec.foo"',
+        'ConfigMap in version "v1" cannot be handled as a ConfigMap: strict decoding error: '
+        'unknown field "spec.foo"',
     )
     code, body, resp = await call(
         api, "POST", f"{CM}?fieldValidation=Ignore", {"metadata": {"name": "i"}, "spec": {"foo": 1}}

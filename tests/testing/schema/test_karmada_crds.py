@@ -8,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+from agent.testing.__main__ import parse_args
 from agent.testing.emulator import run_emulator
 from agent.testing.karmada import crds
 from agent.testing.profiles import profile_by_name
@@ -152,9 +153,15 @@ def test_each_version_yields_a_structural_schema_with_defaults() -> None:
     assert schema.validate(obj) == []
 
 
-def test_the_option_belongs_to_the_karmada_profile() -> None:
+def test_the_option_belongs_to_the_karmada_profile(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(ValueError, match="karmada profile"):
         profile_by_name("member", "member1", all_crds=True)
+    args = ["--kubeconfig-out", "k", "--all-crds"]
+    assert parse_args(["--profile", "karmada", *args]).all_crds is True
+    assert parse_args(["--profile", "karmada", "--kubeconfig-out", "k"]).all_crds is False
+    with pytest.raises(SystemExit):
+        parse_args(["--profile", "member", *args])
+    assert "--all-crds needs --profile karmada" in capsys.readouterr().err
 
 
 async def test_default_profile_keeps_the_agents_kinds_and_the_option_adds_the_rest() -> None:
