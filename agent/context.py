@@ -10,11 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
+from .interpreter import Interpreter
 from .kube.client import KubeClient
 from .kube.discovery import RESTMapper
 from .options import Options
 
 if TYPE_CHECKING:
+    from .controllers.interpreter_config import CustomizationWatch
     from .controllers.member_objects import MemberObjects
     from .controllers.slice_reports import MemberSlices
     from .controllers.work_informer import ClusterWatch, WorkInformer
@@ -47,6 +49,9 @@ class AgentContext:
     member_objects: MemberObjects
     events: EventRecorder
     metrics: AgentMetrics
+    # Health, status and retention of member objects: customizations, then built-in rules.
+    interpreter: Interpreter = field(default_factory=Interpreter)
+    _customization_watch: CustomizationWatch | None = field(default=None, init=False, repr=False)
     _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
     _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
     _member_slices: MemberSlices | None = field(default=None, init=False, repr=False)
@@ -68,6 +73,15 @@ class AgentContext:
 
             self._cluster_watch = ClusterWatch(self.karmada, self.cluster_name)
         return self._cluster_watch
+
+    def customization_watch(self) -> CustomizationWatch:
+        """The control plane's ResourceInterpreterCustomizations from one list+watch, kept in
+        `interpreter` (started and stopped by each controller that interprets objects)."""
+        if self._customization_watch is None:
+            from .controllers.interpreter_config import CustomizationWatch
+
+            self._customization_watch = CustomizationWatch(self.karmada, self.interpreter)
+        return self._customization_watch
 
     def member_slices(self) -> MemberSlices:
         """The member's Service EndpointSlices from one list+watch shared by serviceExport and

@@ -9,3 +9,6 @@ from agent.kube.client import GVR
 CLUSTERS = GVR(names.CLUSTER_GROUP, "v1alpha1", "clusters")
 WORKS = GVR(names.WORK_GROUP, "v1alpha1", "works")
 SERVICE_EXPORTS = GVR("multicluster.x-k8s.io", "v1alpha1", "serviceexports")
+RESOURCE_INTERPRETER_CUSTOMIZATIONS = GVR(
+    "config.karmada.io", "v1alpha1", "resourceinterpretercustomizations"
+)

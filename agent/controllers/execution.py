@@ -42,6 +42,7 @@ from typing import Any
 import structlog
 
 from agent.context import AgentContext, Runnable
+from agent.interpreter import InterpretError
 from agent.karmada import conditions, names
 from agent.karmada.reflect import ReflectError
 from agent.karmada.work import (
@@ -133,6 +134,8 @@ class _Outcome:
     applied: set[ObjectKey] = field(default_factory=set)
     # manifestStatuses entries built from the apply answers, by ordinal.
     statuses: dict[int, JsonDict] = field(default_factory=dict)
+    # Why a customization could not interpret a manifest's health, by ordinal.
+    health_problems: dict[int, str] = field(default_factory=dict)
 
     def messages(self) -> list[str]:
         return [message for _, message in sorted(self.errors)]
@@ -170,7 +173,7 @@ class ExecutionController(WorkController):
         )
 
     async def start(self) -> None:
-        self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_all)
+        self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_every_work)
         await super().start()
 
     async def stop(self) -> None:
@@ -180,10 +183,6 @@ class ExecutionController(WorkController):
         await super().stop()
 
     # --- event handlers ------------------------------------------------------------------------
-
-    def _enqueue_all(self) -> None:
-        for name in self.works.names():
-            self.queue.add(name)
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         meta = _meta(obj)
@@ -266,7 +265,7 @@ class ExecutionController(WorkController):
             entries = [outcome.statuses[o] for o in sorted(outcome.statuses)]
             status["manifestStatuses"] = entries or None
             changed = True
-            record_status_events(self.ctx.events, work, previous, entries)
+            record_status_events(self.ctx.events, work, previous, entries, outcome.health_problems)
         if changed:
             await self.works.patch_status(work, status)
         if ok:
@@ -318,9 +317,12 @@ class ExecutionController(WorkController):
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
                     with contextlib.suppress(ReflectError):
                         # Left to the workStatus controller, which reports the failure.
-                        outcome.statuses[applied.ordinal] = manifest_status(
-                            applied, key[0].resource, live
+                        entry, problem = manifest_status(
+                            self.ctx.interpreter, applied, key[0].resource, live
                         )
+                        outcome.statuses[applied.ordinal] = entry
+                        if problem is not None:
+                            outcome.health_problems[applied.ordinal] = problem
                     outcome.succeeded += 1
                 result = "success"
                 if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
@@ -331,6 +333,10 @@ class ExecutionController(WorkController):
             except InvalidNameError as exc:
                 # Refused before any request: the manifest has to change.
                 outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+            except InterpretError as exc:
+                # A failing Retain script: the customization may be fixed, so retry.
+                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.retryable = True
             except OwnershipError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 outcome.retryable = True
@@ -375,6 +381,11 @@ class ExecutionController(WorkController):
                 f"to take it over"
             )
         desired = desired_object(manifest, work, live=live)
+        if live is not None:
+            # Member-owned values a Retain customization keeps (typed: list items of built-in
+            # types carry no apiVersion/kind).
+            observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
+            desired = self.ctx.interpreter.retain(desired, observed)
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         applied = await self.ctx.member.apply(

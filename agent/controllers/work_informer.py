@@ -189,6 +189,7 @@ class WorkController:
             name, self.queue, self.reconcile, workers=max(ctx.options.concurrent_work_syncs, 1)
         )
         self._unsubscribe: Callable[[], None] | None = None
+        self._unsubscribe_customizations: Callable[[], None] | None = None
         self._starter: asyncio.Task[None] | None = None
 
     async def reconcile(self, name: str) -> Result | None:
@@ -206,6 +207,10 @@ class WorkController:
     def _stop_tasks(self) -> list[asyncio.Task[None]]:
         return []
 
+    def _enqueue_every_work(self) -> None:
+        for name in self.works.names():
+            self.queue.add(name)
+
     def _work_added(self, work: JsonDict) -> None:
         if collected.is_suppressed(work):
             return  # collected objects on their way to the control plane, never applied here
@@ -221,6 +226,11 @@ class WorkController:
         for watched in self._watched():
             watched.start()
         self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
+        # Not waited for (see agent.controllers.interpreter_config): a change of the
+        # customizations sends every Work through reconcile again.
+        customizations = self.ctx.customization_watch()
+        customizations.start()
+        self._unsubscribe_customizations = customizations.on_change(self._enqueue_every_work)
         self._starter = asyncio.get_running_loop().create_task(
             self._start_workers(), name=f"{self.name} start"
         )
@@ -238,6 +248,10 @@ class WorkController:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        if self._unsubscribe_customizations is not None:
+            self._unsubscribe_customizations()
+            self._unsubscribe_customizations = None
+            await self.ctx.customization_watch().stop()
         tasks = [t for t in (self._starter, *self._stop_tasks()) if t is not None]
         for task in tasks:
             task.cancel()

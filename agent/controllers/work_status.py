@@ -17,9 +17,9 @@ import structlog
 
 from agent.context import AgentContext, Runnable
 from agent.events import EventRecorder
+from agent.interpreter import Interpreter, InterpretError
 from agent.karmada import conditions, names
-from agent.karmada.health import interpret_health
-from agent.karmada.reflect import ReflectError, reflect_status
+from agent.karmada.reflect import ReflectError
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
@@ -43,15 +43,23 @@ def _meta(obj: JsonDict) -> JsonDict:
     return meta if isinstance(meta, dict) else {}
 
 
-def manifest_status(manifest: Manifest, resource: str, live: JsonDict) -> JsonDict:
-    """The manifestStatuses entry of `manifest` from its member object `live`; raises
-    ReflectError when the object's status cannot be reflected."""
+def manifest_status(
+    interpreter: Interpreter, manifest: Manifest, resource: str, live: JsonDict
+) -> tuple[JsonDict, str | None]:
+    """The manifestStatuses entry of `manifest` from its member object `live`, and why its
+    health is Unknown when a customization failed to interpret it; raises ReflectError when
+    the object's status cannot be reflected."""
     entry: JsonDict = {"identifier": manifest.identifier(resource)}
-    reflected = reflect_status(live)
+    reflected = interpreter.reflect_status(live)
     if reflected is not None:
         entry["status"] = reflected
-    entry["health"] = interpret_health(live)
-    return entry
+    try:
+        entry["health"] = interpreter.interpret_health(live)
+    except InterpretError as exc:
+        # As upstream: the health is Unknown, and an InterpretHealthFailed Event says why.
+        entry["health"] = names.UNKNOWN
+        return entry, str(exc)
+    return entry, None
 
 
 def is_first_report(work: JsonDict) -> bool:
@@ -135,11 +143,16 @@ class WorkStatusController(WorkController):
         previous = by_ordinal(status_of(work).get("manifestStatuses"))
         entries: list[JsonDict] = []
         problems: list[str] = []
+        health_problems: dict[int, str] = {}
         for item in manifests_of(work):
             if not isinstance(item, Manifest):
                 continue  # the execution controller reports malformed manifests
             try:
-                entry = await self._entry_for(work, item, previous.get(item.ordinal))
+                entry, health_problem = await self._entry_for(
+                    work, item, previous.get(item.ordinal)
+                )
+                if health_problem is not None:
+                    health_problems[item.ordinal] = health_problem
             except NoKindMatchError as exc:
                 problems.append(f"{item.description}: {exc} in the member cluster")
                 continue
@@ -158,7 +171,7 @@ class WorkStatusController(WorkController):
         current = status_of(work).get("manifestStatuses") or []
         if entries != current:
             await self.works.patch_status(work, {"manifestStatuses": entries or None})
-            record_status_events(self.ctx.events, work, previous, entries)
+            record_status_events(self.ctx.events, work, previous, entries, health_problems)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))
@@ -166,7 +179,7 @@ class WorkStatusController(WorkController):
 
     async def _entry_for(
         self, work: JsonDict, manifest: Manifest, previous: JsonDict | None
-    ) -> JsonDict | None:
+    ) -> tuple[JsonDict | None, str | None]:
         info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
         namespace = manifest.namespace if info.namespaced else ""
         gvr = info.gvr
@@ -175,19 +188,24 @@ class WorkStatusController(WorkController):
         if not synced:
             # Not known yet: keep what was reported and look again once the cache is filled.
             self._when_synced(gvr, str(_meta(work).get("name")))
-            return previous
+            return previous, None
         meta = _meta(work)
         if live is None or not belongs_to(live, str(meta.get("namespace")), str(meta.get("name"))):
-            return None
+            return None, None
         # List items of built-in types carry no apiVersion/kind; the rules need them.
         typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-        return manifest_status(manifest, info.resource, typed)
+        return manifest_status(self.ctx.interpreter, manifest, info.resource, typed)
 
 
 def record_status_events(
-    events: EventRecorder, work: JsonDict, previous: dict[int, JsonDict], entries: list[JsonDict]
+    events: EventRecorder,
+    work: JsonDict,
+    previous: dict[int, JsonDict],
+    entries: list[JsonDict],
+    health_problems: dict[int, str] | None = None,
 ) -> None:
-    """The Events of a manifestStatuses write, whichever controller writes it."""
+    """The Events of a manifestStatuses write, whichever controller writes it;
+    `health_problems` says, by ordinal, why a customization could not interpret health."""
     # Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection,
     # which floods the control plane with Events for every status heartbeat of a busy
     # workload. We record them only when a manifest's reflected status or health changes.
@@ -205,11 +223,14 @@ def record_status_events(
             )
         if entry["health"] != old.get("health"):
             if entry["health"] == names.UNKNOWN:
+                problem = (health_problems or {}).get(ident["ordinal"])
                 events.record(
                     work,
                     "Warning",
                     names.EVENT_INTERPRET_HEALTH_FAILED,
-                    f"Health of {what} could not be interpreted from its status.",
+                    f"Health of {what} could not be interpreted: {problem}."
+                    if problem
+                    else f"Health of {what} could not be interpreted from its status.",
                 )
             else:
                 events.record(

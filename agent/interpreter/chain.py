@@ -1,0 +1,146 @@
+"""The resource interpreter chain the agent's controllers ask, no I/O of its own.
+
+For each operation, in upstream's order: a ResourceInterpreterCustomization of the user's for
+the kind, else a customization bundled with the agent, else the built-in rules of Karmada's
+default interpreter (agent.karmada.health and reflect). The operations the agent performs:
+
+- InterpretHealth(observedObj) -> boolean: Healthy or Unhealthy; a failing script makes the
+  health Unknown (the caller reports why).
+- ReflectStatus(observedObj) -> table: the status reported in Work.status.manifestStatuses.
+- Retain(desiredObj, observedObj) -> table: the object to apply, with member-owned values kept.
+  Without a customization the desired object is applied as it is: server-side apply already
+  leaves the fields other managers own alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.karmada import health, reflect
+from agent.karmada.names import HEALTHY, UNHEALTHY
+
+from .customizations import (
+    INTERPRET_HEALTH,
+    REFLECT_STATUS,
+    RETAIN,
+    Customization,
+    CustomizationSet,
+    bundled,
+)
+from .kubelib import HELPERS
+from .luavm import LuaScript, ScriptError, restore_empty
+
+Obj = dict[str, Any]
+
+# What Retain's result may not carry into an apply: server-set metadata and the status.
+_SERVER_METADATA = (
+    "resourceVersion",
+    "uid",
+    "creationTimestamp",
+    "generation",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
+
+
+class InterpretError(Exception):
+    """A customization's script failed; the message names the customization."""
+
+    def __init__(self, customization: Customization, operation: str, reason: str) -> None:
+        super().__init__(f"{customization.describe()} failed in {operation}: {reason}")
+        self.customization = customization
+        self.operation = operation
+
+
+class Interpreter:
+    def __init__(self, customizations: CustomizationSet | None = None) -> None:
+        self.customizations = customizations or CustomizationSet(bundled())
+        # One sandboxed state per script, reused while the script is unchanged.
+        self._scripts: dict[tuple[str, str, str], LuaScript] = {}
+
+    def _customization(self, obj: Obj, operation: str) -> Customization | None:
+        return self.customizations.lookup(
+            str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), operation
+        )
+
+    def _run(self, customization: Customization, operation: str, *args: Obj) -> Any:
+        source = customization.scripts[operation]
+        key = (customization.origin + ":" + customization.name, operation, source)
+        script = self._scripts.get(key)
+        if script is None:
+            # A changed or removed customization leaves its old states behind: drop them.
+            for stale in [k for k in self._scripts if k[:2] == key[:2]]:
+                del self._scripts[stale]
+            script = LuaScript(source, f"{customization.name}.{operation}", HELPERS)
+            self._scripts[key] = script
+        try:
+            return script.call(operation, *args)[0]
+        except (ScriptError, IndexError) as exc:
+            raise InterpretError(customization, operation, str(exc)) from None
+
+    def has_customization(self, obj: Obj, operation: str) -> bool:
+        return self._customization(obj, operation) is not None
+
+    def interpret_health(self, obj: Obj) -> str:
+        """Healthy, Unhealthy or (built-in rules, malformed status) Unknown; raises
+        InterpretError when a customization's script fails."""
+        customization = self._customization(obj, INTERPRET_HEALTH)
+        if customization is None:
+            return health.interpret_health(obj)
+        result = self._run(customization, INTERPRET_HEALTH, obj)
+        if not isinstance(result, bool):
+            raise InterpretError(
+                customization, INTERPRET_HEALTH, f"returned {_lua_type(result)}, not a boolean"
+            )
+        return HEALTHY if result else UNHEALTHY
+
+    def reflect_status(self, obj: Obj) -> Obj | None:
+        """The status to report, or None; raises reflect.ReflectError (naming the
+        customization when its script failed)."""
+        customization = self._customization(obj, REFLECT_STATUS)
+        if customization is None:
+            return reflect.reflect_status(obj)
+        try:
+            result = self._run(customization, REFLECT_STATUS, obj)
+        except InterpretError as exc:
+            raise reflect.ReflectError(str(exc)) from None
+        if not isinstance(result, dict | list):
+            reason = f"returned {_lua_type(result)}, not a table"
+            raise reflect.ReflectError(str(InterpretError(customization, REFLECT_STATUS, reason)))
+        restored = restore_empty(result)
+        if not isinstance(restored, dict):
+            reason = "returned a list, not a status object"
+            raise reflect.ReflectError(str(InterpretError(customization, REFLECT_STATUS, reason)))
+        return restored
+
+    def retain(self, desired: Obj, observed: Obj) -> Obj:
+        """The object to apply; raises InterpretError when a customization's script fails."""
+        customization = self._customization(desired, RETAIN)
+        if customization is None:
+            return desired
+        result = self._run(customization, RETAIN, desired, observed)
+        restored = restore_empty(result, (desired, observed))
+        if not isinstance(restored, dict):
+            raise InterpretError(
+                customization, RETAIN, f"returned {_lua_type(result)}, not an object"
+            )
+        restored.pop("status", None)
+        meta = restored.get("metadata")
+        if isinstance(meta, dict):
+            for key in _SERVER_METADATA:
+                meta.pop(key, None)
+        return restored
+
+
+def _lua_type(value: Any) -> str:
+    if value is None:
+        return "nil"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a table"
