@@ -94,6 +94,7 @@ def agent_access(cluster: str, cluster_namespace: str) -> list[Access]:
             "update", "leases", "coordination.k8s.io", namespace="karmada-cluster", name=cluster
         ),
         Access("get", "secrets", namespace=cluster_namespace, name=cluster),
+        Access("watch", "resourceinterpretercustomizations", "config.karmada.io"),
     ]
 
 

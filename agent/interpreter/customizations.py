@@ -76,10 +76,13 @@ def bundled() -> list[Customization]:
         if not entry.name.endswith(".yaml"):
             continue
         for doc in yaml.safe_load_all(entry.read_text(encoding="utf-8")):
-            if isinstance(doc, dict) and doc.get("kind") == KIND:
-                parsed = parse(doc, "bundled")
-                if parsed is not None:
-                    out.append(parsed)
+            # A List lets its items share scripts through YAML anchors.
+            items = _dict(doc).get("items") if _dict(doc).get("kind") == "List" else [doc]
+            for item in items if isinstance(items, list) else []:
+                if _dict(item).get("kind") == KIND:
+                    parsed = parse(item, "bundled")
+                    if parsed is not None:
+                        out.append(parsed)
     return out
 
 
