@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agent.interpreter import InterpretError, Interpreter
+from agent.interpreter import Interpreter, InterpretError
 from agent.interpreter.customizations import CustomizationSet, bundled
 from agent.karmada import names
 from agent.karmada.reflect import ReflectError
@@ -97,7 +97,8 @@ def test_bundled_customization_then_user_override_per_operation() -> None:
     assert chain.interpret_health(rollout("Degraded")) == names.UNHEALTHY
     assert chain.interpret_health(rollout("Healthy")) == names.HEALTHY
     reflected = chain.reflect_status(rollout("Healthy"))
-    assert reflected is not None and reflected["phase"] == "Healthy"
+    assert reflected is not None
+    assert reflected["phase"] == "Healthy"
     override = customization(
         "mine",
         "argoproj.io/v1alpha1",
