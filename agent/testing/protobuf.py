@@ -394,6 +394,20 @@ def unsupported_media_type(accepted: tuple[str, ...], detail: str = "") -> ApiEr
     return ApiError(415, "UnsupportedMediaType", message)
 
 
+def _refuse_types_without_protobuf(envelope: Envelope) -> None:
+    go_type = NOT_PROTOBUF.get((envelope.api_version, envelope.kind))
+    if go_type is None:
+        return
+    version = envelope.api_version.rsplit("/", 1)[-1]
+    raise ApiError(
+        400,
+        "BadRequest",
+        f"{envelope.kind} in version {json.dumps(version)} cannot be handled as a "
+        f"{envelope.kind}: object {go_type} does not implement the protobuf marshalling "
+        "interface and cannot be encoded to a protobuf message",
+    )
+
+
 def decode_object(body: bytes, expected_kind: str = "") -> JSON:
     """A protobuf request body -> the object's JSON dict (with apiVersion and kind).
 
@@ -405,16 +419,7 @@ def decode_object(body: bytes, expected_kind: str = "") -> JSON:
         envelope = unwrap(body)
         if envelope.content_encoding:
             raise UnsupportedError(f"content encoding {envelope.content_encoding!r}")
-        go_type = NOT_PROTOBUF.get((envelope.api_version, envelope.kind))
-        if go_type is not None:
-            version = envelope.api_version.rsplit("/", 1)[-1]
-            raise ApiError(
-                400,
-                "BadRequest",
-                f"{envelope.kind} in version {json.dumps(version)} cannot be handled as a "
-                f"{envelope.kind}: object {go_type} does not implement the protobuf marshalling "
-                "interface and cannot be encoded to a protobuf message",
-            )
+        _refuse_types_without_protobuf(envelope)
         message = message_kind(envelope.api_version, envelope.kind)
         if message is None:
             raise UnsupportedError(
