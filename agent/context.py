@@ -17,6 +17,7 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .controllers.interpreter_config import CustomizationWatch
+    from .controllers.link import ControlPlaneLink
     from .controllers.member_objects import MemberObjects
     from .controllers.slice_reports import MemberSlices
     from .controllers.work_informer import ClusterWatch, WorkInformer
@@ -55,6 +56,16 @@ class AgentContext:
     _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
     _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
     _member_slices: MemberSlices | None = field(default=None, init=False, repr=False)
+    _link: ControlPlaneLink | None = field(default=None, init=False, repr=False)
+
+    def control_plane_link(self) -> ControlPlaneLink:
+        """What the heartbeat learns about the link to the control plane (long outages), for
+        the controllers that act on it."""
+        if self._link is None:
+            from .controllers.link import ControlPlaneLink
+
+            self._link = ControlPlaneLink(self.options.cluster_lease_duration.total_seconds())
+        return self._link
 
     def work_informer(self) -> WorkInformer:
         """The Works of the execution namespace from one list+watch shared by the controllers

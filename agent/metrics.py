@@ -116,6 +116,24 @@ class AgentMetrics:
             "after it had answered).",
             registry=registry,
         )
+        # Outage-safe deletion (agent.controllers.deletion_guard) and Works deleted behind our back.
+        self.work_deletions_held = Gauge(
+            "karmada_agent_work_deletions_held",
+            "Works whose deletion is held after a control-plane outage longer than the cluster "
+            "lease (their member objects are kept until the grace period ends).",
+            registry=registry,
+        )
+        self.work_deletion_holds = Counter(
+            "karmada_agent_work_deletion_holds",
+            "Work deletions held after a control-plane outage, since the agent started.",
+            registry=registry,
+        )
+        self.works_orphaned = Counter(
+            "karmada_agent_works_orphaned",
+            "Works deleted without the agent's cleanup (its finalizer removed by someone else), "
+            "leaving their member objects in place.",
+            registry=registry,
+        )
         info = build_info()
         self.build_info = Gauge(
             "karmada_agent_build_info",

@@ -267,6 +267,9 @@ class Options:
     rate_limiter_max_delay: timedelta = timedelta(seconds=1000)
     rate_limiter_qps: int = 10
     rate_limiter_bucket_size: int = 100
+    # Outage-safe deletion (ours): see agent.controllers.deletion_guard.
+    work_deletion_grace_period: timedelta = timedelta(minutes=10)
+    work_deletion_hold_threshold: float = 0.5
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: resolve_feature_gates({}))
     # Leader election (a Lease on the member by default; on the control plane as upstream).
     leader_elect: bool = True
@@ -447,6 +450,7 @@ def validate(options: Options) -> list[str]:
         ("cluster-failure-threshold", o.cluster_failure_threshold),
         ("resync-period", o.resync_period),
         ("rate-limiter-base-delay", o.rate_limiter_base_delay),
+        ("work-deletion-grace-period", o.work_deletion_grace_period),
     ):
         check(flag, None if duration >= zero else "must be greater than or equal to 0")
     if o.rate_limiter_max_delay < o.rate_limiter_base_delay:
@@ -457,6 +461,12 @@ def validate(options: Options) -> list[str]:
     ):
         check(flag, None if 0 < fraction < 1 else "must be greater than 0 and less than 1")
 
+    check(
+        "work-deletion-hold-threshold",
+        None
+        if 0 <= o.work_deletion_hold_threshold <= 1
+        else "must be between 0 and 1 (a share of the cluster's Works)",
+    )
     if o.leader_elect:
         problems.extend(_leader_election_problems(o))
     check(
@@ -798,6 +808,16 @@ FLAGS: tuple[_Flag, ...] = (
           "Refill rate of the work queues' shared token bucket."),
     _Flag("rate-limiter-bucket-size", "int", _CONTROLLERS,
           "Size of the work queues' shared token bucket."),
+    _Flag("work-deletion-grace-period", "duration", _CONTROLLERS,
+          "After the control plane was out of reach for longer than --cluster-lease-duration, "
+          "Work deletions seen in the first window after it answers again are held this long "
+          "when they are a large share of this cluster's Works (see "
+          "--work-deletion-hold-threshold); 0 deletes at once, as upstream. Not an upstream "
+          "flag."),
+    _Flag("work-deletion-hold-threshold", "float", _CONTROLLERS,
+          "Share (0 to 1) of this cluster's Works whose deletion after an outage is held for "
+          "--work-deletion-grace-period; fewer deletions proceed at once. Not an upstream "
+          "flag."),
     _Flag("feature-gates", "gates", _CONTROLLERS,
           _GATES_HELP),
     _Flag("leader-elect", "bool", _LEADER,

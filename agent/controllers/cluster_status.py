@@ -35,6 +35,7 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.heartbeat import Heartbeat
+from agent.controllers.link import ControlPlaneLink
 from agent.controllers.work_informer import ClusterWatch
 from agent.karmada import names
 from agent.karmada.conditions import find, new_condition, set_condition
@@ -262,9 +263,11 @@ class ClusterStatusController:
         metrics: AgentMetrics | None = None,
         heartbeat: HeartbeatFactory | None = None,
         cluster_watch: ClusterWatch | None = None,
+        link: ControlPlaneLink | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.karmada = karmada
+        self.link = link
         # Started with the controller; until it has synced, the Cluster is read with a GET.
         self.cluster_watch = cluster_watch
         self.member = member
@@ -293,6 +296,7 @@ class ClusterStatusController:
             lease_duration=self.options.cluster_lease_duration.total_seconds(),
             renew_interval=self.options.cluster_lease_renew_interval.total_seconds(),
             clock=self._clock,
+            link=self.link,
         )
 
     @property
@@ -511,4 +515,5 @@ def build(ctx: AgentContext) -> ClusterStatusController:
         options=ctx.options,
         metrics=ctx.metrics,
         cluster_watch=ctx.cluster_watch(),
+        link=ctx.control_plane_link(),
     )

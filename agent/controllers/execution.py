@@ -27,6 +27,10 @@ object with different content (identical repetitions are applied once), and an o
 Work manages, unless this Work (or manifest) says `work.karmada.io/conflict-resolution:
 overwrite`. A Work refused for another Work's object is reconciled again when that object is
 deleted or changes hands.
+
+Deletions right after a long control-plane outage may be held (agent.controllers.deletion_guard).
+A Work deleted without our cleanup (someone removed our finalizer) leaves its member objects in
+place: that is reported with a Warning Event and a log line, never passed over in silence.
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFou
 from agent.kube.reflector import HandlerFuncs
 from agent.resources import WORKS
 
+from .deletion_guard import DeletionGuard
 from .work_informer import (
     ClusterWatch,
     WorkController,
@@ -89,6 +94,7 @@ CONTROLLER_NAME = "execution"
 FIELD_MANAGER = "karmada-agent"
 CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
 FINALIZER_UPDATE_ATTEMPTS = 5
+EVENT_WORK_ORPHANED = "WorkOrphaned"
 # resourceVersions remembered per object as our own writes (a reconcile writes an object once;
 # a few more cover takeovers between Works whose watch events arrive late).
 OWN_WRITES_KEPT = 8
@@ -159,6 +165,9 @@ class ExecutionController(WorkController):
         self._writer: dict[ObjectKey, str] = {}
         # Works refused because another Work manages the object: (that owner, the Works).
         self._blocked: dict[ObjectKey, tuple[tuple[str, str] | None, set[str]]] = {}
+        self.guard = DeletionGuard(ctx, self.works, self.cluster)
+        # Works whose finalizer this process removes (or is removing): their deletion is ours.
+        self._finalized: set[str] = set()
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -168,9 +177,7 @@ class ExecutionController(WorkController):
 
     def _work_handler(self) -> HandlerFuncs:
         # A deleted Work is reconciled too: its bookkeeping is forgotten.
-        return HandlerFuncs(
-            add=self._work_added, update=self._work_updated, delete=self._work_added
-        )
+        return HandlerFuncs(add=self._new_work, update=self._work_updated, delete=self._work_gone)
 
     async def start(self) -> None:
         self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_every_work)
@@ -181,8 +188,41 @@ class ExecutionController(WorkController):
             self._unsubscribe_ready()
             self._unsubscribe_ready = None
         await super().stop()
+        await self.guard.stop()
 
     # --- event handlers ------------------------------------------------------------------------
+
+    def _new_work(self, work: JsonDict) -> None:
+        self._work_added(work)
+        # More Works may bring the share of deletions below the hold threshold.
+        for name in self.guard.held:
+            self.queue.add(name)
+
+    def _work_gone(self, work: JsonDict) -> None:
+        name = str(_meta(work).get("name"))
+        self._work_added(work)
+        if name in self._finalized:
+            self._finalized.discard(name)
+            return
+        objects = self._objects_of.get(name)
+        if objects or name in self.guard.held:
+            self._report_orphaned(work, sorted(objects or ()))
+
+    def _report_orphaned(self, work: JsonDict, objects: list[ObjectKey]) -> None:
+        described = ", ".join(
+            f"{gvr.resource} {namespace}/{name}" if namespace else f"{gvr.resource} {name}"
+            for gvr, namespace, name in objects
+        )
+        message = (
+            f"Work {self.namespace}/{_meta(work).get('name')} was deleted without the agent's "
+            f"cleanup (finalizer {names.EXECUTION_CONTROLLER_FINALIZER} removed by someone "
+            f"else); its objects are left in the member cluster with Karmada's labels: "
+            f"{described or 'none known to this agent'}"
+        )
+        self.log.warning("Work deleted without cleanup; member objects orphaned", objects=described)
+        self.ctx.events.record(work, "Warning", EVENT_WORK_ORPHANED, message)
+        with contextlib.suppress(AttributeError):
+            self.ctx.metrics.works_orphaned.inc()
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         meta = _meta(obj)
@@ -224,8 +264,7 @@ class ExecutionController(WorkController):
             return None
         wlog = self.log.bind(work=f"{self.namespace}/{name}")
         if is_deleting(work):
-            await self._handle_deletion(work, wlog)
-            return None
+            return await self._handle_deletion(work, wlog)
 
         conds = copy_conditions(work)
         changed = False
@@ -504,6 +543,7 @@ class ExecutionController(WorkController):
         self._objects_of[work_name] = set(keys)
 
     def _forget(self, work_name: str) -> None:
+        self.guard.release(work_name)
         self._unblock(work_name)
         for key in self._objects_of.pop(work_name, set()):
             self._drop(key, work_name)
@@ -525,14 +565,19 @@ class ExecutionController(WorkController):
 
     # --- deletion ------------------------------------------------------------------------------
 
-    async def _handle_deletion(self, work: JsonDict, wlog: Any) -> None:
+    async def _handle_deletion(self, work: JsonDict, wlog: Any) -> Result | None:
         name = str(_meta(work).get("name"))
         if names.EXECUTION_CONTROLLER_FINALIZER not in (_meta(work).get("finalizers") or []):
+            if name not in self._finalized and self._objects_of.get(name):
+                self._report_orphaned(work, sorted(self._objects_of[name]))
             self._forget(name)
-            return
+            return None
         if preserves_resources(work):
             await self._release_objects(work, wlog)
         elif self.cluster.ready:
+            wait = await self.guard.hold(work)
+            if wait is not None:
+                return Result(requeue_after=wait)
             await self._delete_objects(work, wlog)
         elif self.cluster.terminating:
             wlog.info("cluster is being removed and not Ready; member objects left as they are")
@@ -541,8 +586,14 @@ class ExecutionController(WorkController):
                 f"cluster {self.ctx.cluster_name} is not Ready; deletion of Work "
                 f"{self.namespace}/{name} waits for it"
             )
-        await self._remove_finalizer(work, wlog)
+        self._finalized.add(name)
+        try:
+            await self._remove_finalizer(work, wlog)
+        except BaseException:
+            self._finalized.discard(name)
+            raise
         self._forget(name)
+        return None
 
     async def _owned_objects(
         self, work: JsonDict, wlog: Any

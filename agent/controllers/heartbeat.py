@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agent.controllers.link import ControlPlaneLink
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
 from agent.kube.client import KubeClient
@@ -53,6 +54,7 @@ class Heartbeat:
         namespace: str = CLUSTER_LEASE_NAMESPACE,
         clock: Clock = REAL_CLOCK,
         wall_clock: Callable[[], datetime.datetime] | None = None,
+        link: ControlPlaneLink | None = None,
     ) -> None:
         self.karmada = karmada
         self.cluster_name = cluster_name
@@ -66,6 +68,9 @@ class Heartbeat:
         self._latest: JsonDict | None = None
         self._periodic: Periodic | None = None
         self.renewals = 0
+        # Told of every renewal, with the renewTime the Lease had when it was last read.
+        self.link = link
+        self._read_renew_time: object = None
 
     @property
     def running(self) -> bool:
@@ -134,6 +139,9 @@ class Heartbeat:
                     delay = min(delay * 2, MAX_BACKOFF)
                 continue
             self.renewals += 1
+            if self.link is not None:
+                self.link.renewed(self._read_renew_time)
+            self._read_renew_time = None
             return lease
         assert last_error is not None
         # An unreachable control plane is reported once by its Reachability.
@@ -154,6 +162,7 @@ class Heartbeat:
         if lease is None:
             try:
                 lease = await self.karmada.get(LEASES, self.cluster_name, namespace=self.namespace)
+                self._read_renew_time = (lease.get("spec") or {}).get("renewTime")
             except NotFoundError:
                 meta: JsonDict = {"name": self.cluster_name, "namespace": self.namespace}
                 if owner is not None:

@@ -69,7 +69,12 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
     "profiling-bind-address": ":6060",
     "v": 0,
 }
-OUR_FLAGS = {"log-format": "auto", "leader-elect-lease-cluster": "member"}
+OUR_FLAGS = {
+    "log-format": "auto",
+    "leader-elect-lease-cluster": "member",
+    "work-deletion-grace-period": "10m0s",
+    "work-deletion-hold-threshold": 0.5,
+}
 
 UPSTREAM_GATE_DEFAULTS = {
     "AllAlpha": False,

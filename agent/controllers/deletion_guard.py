@@ -1,0 +1,244 @@
+"""Outage-safe deletion: no mass deletion of a cluster's workloads right after a long outage.
+
+When the control plane has not heard from this cluster for longer than its Lease lasts, it may
+evict the cluster's Works (a NotReady cluster's workloads move elsewhere); the deletions then
+all reach the member together when the link returns, and a cluster that was merely cut off
+loses everything at once. So, after an outage longer than the lease duration (as the heartbeat
+saw it, `agent.controllers.link`), the deletion of a Work seen within --work-deletion-grace-period
+of the link's return is held until that period ends, when the Works being deleted are at least
+--work-deletion-hold-threshold of this cluster's Works. Held: the Work keeps its finalizer and
+its member objects; a Warning Event on the Work and the Cluster condition WorkDeletionHeld say
+what is held and until when; karmada_agent_work_deletions_held counts them. The deletions go
+ahead at the end of the period, or earlier once the share drops below the threshold (Works
+added meanwhile). A grace period of 0 deletes at once, as upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import datetime
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from agent.context import AgentContext
+from agent.karmada import collected, names
+from agent.karmada.conditions import find, new_condition, set_condition
+from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.controller import RetryableError
+from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.resources import LEASES
+from agent.resources import CLUSTERS
+
+from .link import Outage
+from .work_informer import ClusterWatch, WorkInformer
+
+log = structlog.get_logger(__name__)
+
+JsonDict = dict[str, Any]
+
+CONDITION_DELETION_HELD = "WorkDeletionHeld"
+REASON_HELD = "MassDeletionAfterOutage"
+REASON_NONE_HELD = "NoDeletionHeld"
+EVENT_DELETION_HELD = "WorkDeletionHeld"
+MESSAGE_NONE_HELD = "no Work deletion is held"
+NAMES_IN_MESSAGE = 10
+CLUSTER_WRITE_ATTEMPTS = 5
+PUBLISH_RETRY_MAX = 30.0
+
+
+def _rfc3339(moment: datetime.datetime) -> str:
+    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class DeletionGuard:
+    def __init__(
+        self,
+        ctx: AgentContext,
+        works: WorkInformer,
+        cluster: ClusterWatch,
+        *,
+        clock: Clock = REAL_CLOCK,
+        wall_clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.works = works
+        self.cluster = cluster
+        self.grace = ctx.options.work_deletion_grace_period.total_seconds()
+        self.threshold = ctx.options.work_deletion_hold_threshold
+        self.link = ctx.control_plane_link()
+        self._clock = clock
+        self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        # Held Works: name -> until when (agent clock).
+        self._held: dict[str, float] = {}
+        self._outage: Outage | None = None
+        self._dirty = False
+        self._publisher: asyncio.Task[None] | None = None
+
+    @property
+    def held(self) -> list[str]:
+        return sorted(self._held)
+
+    async def hold(self, work: JsonDict) -> float | None:
+        """Seconds to keep the deleted Work's member objects; None: delete them now."""
+        name = str((work.get("metadata") or {}).get("name"))
+        if self.grace <= 0:
+            return None
+        outage = await self._last_outage()
+        now = self._clock.now()
+        until = outage.back_at + self.grace if outage is not None else now
+        deleting, total = self._share()
+        if now >= until or total == 0 or deleting < self.threshold * total:
+            self.release(name)
+            return None
+        assert outage is not None
+        self._outage = outage
+        if name not in self._held:
+            self._held[name] = until
+            self._count(held=True)
+            moment = _rfc3339(self._wall() + datetime.timedelta(seconds=until - now))
+            message = (
+                f"Deletion of this Work's member objects is held until {moment}: "
+                f"{deleting} of {total} Works of cluster {self.ctx.cluster_name} are being "
+                f"deleted right after the control plane was out of reach for "
+                f"{outage.seconds:.0f}s (longer than the {self.link.lease_duration:.0f}s "
+                f"cluster lease)."
+            )
+            self.ctx.events.record(work, "Warning", EVENT_DELETION_HELD, message)
+            log.warning(
+                "Work deletion held after an outage",
+                work=f"{self.works.namespace}/{name}",
+                until=moment,
+                deleting=deleting,
+                works=total,
+            )
+            self._publish()
+        else:
+            self._held[name] = until
+        return until - now
+
+    def release(self, name: str) -> None:
+        """The Work's deletion goes ahead (or the Work is gone): no longer held."""
+        if self._held.pop(name, None) is not None:
+            self._count(held=False)
+            log.info("Work deletion no longer held", work=f"{self.works.namespace}/{name}")
+            self._publish()
+
+    async def stop(self) -> None:
+        task, self._publisher = self._publisher, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    # --- what is held --------------------------------------------------------------------------
+
+    async def _last_outage(self) -> Outage | None:
+        if not self.link.known:
+            # The heartbeat has not renewed yet (just started): the Lease says when the cluster
+            # was last heard of, by any agent of this cluster.
+            try:
+                lease = await self.ctx.karmada.get(
+                    LEASES, self.ctx.cluster_name, namespace=names.CLUSTER_LEASE_NAMESPACE
+                )
+            except NotFoundError:
+                lease = None
+            except KubeError as exc:
+                raise RetryableError(
+                    f"cannot read the cluster Lease to tell whether this deletion follows an "
+                    f"outage: {exc}"
+                ) from exc
+            self.link.observe_lease(lease)
+        return self.link.outage()
+
+    def _share(self) -> tuple[int, int]:
+        """(Works being deleted, all Works) of this cluster, reports of our own left out."""
+        deleting = total = 0
+        for work in self.works.reflector.store:
+            if collected.is_suppressed(work):
+                continue
+            total += 1
+            meta = work.get("metadata") or {}
+            finalizers = meta.get("finalizers") or []
+            if meta.get("deletionTimestamp") and (
+                names.EXECUTION_CONTROLLER_FINALIZER in finalizers
+            ):
+                deleting += 1
+        return deleting, total
+
+    def _count(self, *, held: bool) -> None:
+        metrics = self.ctx.metrics
+        try:
+            metrics.work_deletions_held.set(len(self._held))
+            if held:
+                metrics.work_deletion_holds.inc()
+        except AttributeError:
+            log.debug("deletion-hold metrics not recorded", exc_info=True)
+
+    # --- the Cluster condition -----------------------------------------------------------------
+
+    def condition(self) -> JsonDict:
+        """WorkDeletionHeld as it should read now."""
+        if not self._held:
+            return new_condition(
+                CONDITION_DELETION_HELD, "False", REASON_NONE_HELD, MESSAGE_NONE_HELD
+            )
+        now = self._clock.now()
+        until = _rfc3339(self._wall() + datetime.timedelta(seconds=max(self._held.values()) - now))
+        shown = self.held[:NAMES_IN_MESSAGE]
+        more = len(self._held) - len(shown)
+        listed = ", ".join(shown) + (f" and {more} more" if more else "")
+        seconds = self._outage.seconds if self._outage is not None else 0.0
+        message = (
+            f"Deletion of {len(self._held)} Work(s) held until {until} after the control plane "
+            f"was out of reach for {seconds:.0f}s: {listed}"
+        )
+        return new_condition(CONDITION_DELETION_HELD, "True", REASON_HELD, message)
+
+    def _publish(self) -> None:
+        self._dirty = True
+        if self._publisher is None or self._publisher.done():
+            self._publisher = asyncio.get_running_loop().create_task(
+                self._publish_loop(), name="work-deletion-held condition"
+            )
+
+    async def _publish_loop(self) -> None:
+        delay = 1.0
+        while self._dirty:
+            self._dirty = False
+            try:
+                await self._write_condition()
+                delay = 1.0
+            except KubeError as exc:
+                log.info("WorkDeletionHeld condition not written; retrying", error=str(exc))
+                self._dirty = True
+                await self._clock.sleep(delay)
+                delay = min(delay * 2, PUBLISH_RETRY_MAX)
+
+    async def _write_condition(self) -> None:
+        cluster = self.cluster.cluster if self.cluster.synced else None
+        if cluster is None:
+            cluster = await self.ctx.karmada.get(CLUSTERS, self.ctx.cluster_name)
+        for attempt in range(CLUSTER_WRITE_ATTEMPTS):
+            status = copy.deepcopy(cluster.get("status") or {})
+            conditions = status.setdefault("conditions", [])
+            wanted = self.condition()
+            if wanted["status"] == "False" and find(conditions, CONDITION_DELETION_HELD) is None:
+                return  # never held anything: nothing to clear
+            if not set_condition(conditions, wanted):
+                return
+            try:
+                updated = await self.ctx.karmada.update_status(
+                    CLUSTERS, {**cluster, "status": status}
+                )
+            except ConflictError:
+                if attempt + 1 == CLUSTER_WRITE_ATTEMPTS:
+                    raise
+                cluster = await self.ctx.karmada.get(CLUSTERS, self.ctx.cluster_name)
+                continue
+            if self.cluster.synced:
+                self.cluster.reflector.observe(updated)
+            return

@@ -1,0 +1,105 @@
+"""What the heartbeat learns about the link to the control plane: whether this cluster was cut
+off for longer than its Lease lasts (so the control plane has seen it as gone, and may have
+evicted its Works meanwhile).
+
+The heartbeat reports every renewal, with the renewTime the Lease had when it was read (after a
+failure, and at start: the last renewal of any agent of this cluster, before a restart too). A
+gap between two renewals longer than the lease duration is a long outage, remembered with the
+time the link came back. The deletion guard asks `outage()`; when the heartbeat has said nothing
+yet it reads the Lease once itself (`observe_lease`).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agent.kube.clock import REAL_CLOCK, Clock
+
+log = logging.getLogger(__name__)
+
+JsonDict = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Outage:
+    """A disconnection longer than the lease duration: how long it lasted, and when (on the
+    agent's clock) the link was found working again; `ongoing` while not renewed yet."""
+
+    seconds: float
+    back_at: float
+    ongoing: bool = False
+
+
+def parse_time(text: object) -> datetime.datetime | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+
+
+class ControlPlaneLink:
+    def __init__(
+        self,
+        lease_duration: float,
+        *,
+        clock: Clock = REAL_CLOCK,
+        wall_clock: Callable[[], datetime.datetime] | None = None,
+    ) -> None:
+        self.lease_duration = lease_duration
+        self._clock = clock
+        self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self._last_renewal: float | None = None
+        self._lease_seen = False
+        self._outage: Outage | None = None
+
+    @property
+    def known(self) -> bool:
+        """Whether a renewal or a read of the Lease has told anything yet."""
+        return self._last_renewal is not None or self._lease_seen
+
+    def renewed(self, previous_renew_time: object = None) -> None:
+        """A renewal succeeded; `previous_renew_time` is the Lease's renewTime as read before
+        it (None when this renewal wrote over our own previous one)."""
+        now = self._clock.now()
+        gaps = []
+        if self._last_renewal is not None:
+            gaps.append(now - self._last_renewal)
+        previous = parse_time(previous_renew_time)
+        if previous is not None:
+            gaps.append((self._wall() - previous).total_seconds())
+        self._last_renewal = now
+        self._note_gap(max(gaps, default=0.0), now)
+
+    def observe_lease(self, lease: JsonDict | None) -> None:
+        """The Lease as read by someone other than the heartbeat (None: there is none yet)."""
+        self._lease_seen = True
+        if lease is None:
+            return
+        previous = parse_time((lease.get("spec") or {}).get("renewTime"))
+        if previous is not None:
+            self._note_gap((self._wall() - previous).total_seconds(), self._clock.now())
+
+    def _note_gap(self, gap: float, now: float) -> None:
+        if gap > self.lease_duration:
+            log.warning(
+                "the cluster Lease went %.0fs without renewal (lease duration %.0fs): the "
+                "control plane has seen this cluster as gone",
+                gap,
+                self.lease_duration,
+            )
+            self._outage = Outage(gap, now)
+
+    def outage(self) -> Outage | None:
+        """The last long outage; while renewals are failing for longer than the lease lasts,
+        an ongoing one (its `back_at` is now)."""
+        now = self._clock.now()
+        if self._last_renewal is not None and now - self._last_renewal > self.lease_duration:
+            return Outage(now - self._last_renewal, now, ongoing=True)
+        return self._outage
