@@ -88,7 +88,8 @@ class ControlPlaneLink:
 
     def _note_gap(self, gap: float, now: float) -> None:
         if gap > self.lease_duration:
-            log.warning(
+            # Info: the outage itself is reported once, as a warning, by the Reachability.
+            log.info(
                 "the cluster Lease went %.0fs without renewal (lease duration %.0fs): the "
                 "control plane has seen this cluster as gone",
                 gap,
