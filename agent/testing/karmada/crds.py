@@ -25,6 +25,7 @@ PUBLISHED = (
     "policy.karmada.io_overridepolicies.yaml",
     "policy.karmada.io_clusteroverridepolicies.yaml",
     "policy.karmada.io_federatedresourcequotas.yaml",
+    "policy.karmada.io_clustertaintpolicies.yaml",
     "work.karmada.io_works.yaml",
     "work.karmada.io_resourcebindings.yaml",
     "work.karmada.io_clusterresourcebindings.yaml",

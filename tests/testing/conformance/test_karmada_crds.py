@@ -179,6 +179,15 @@ async def test_api_resources_lists_karmadas_kinds_with_their_short_names(
              "MultiClusterService"],
         ]
     )  # fmt: skip
+    # ClusterTaintPolicy declares no category upstream, so only its group lists it.
+    policy = rows(await k.ok("api-resources", "--api-group=policy.karmada.io", "--no-headers"))
+    assert [
+        "clustertaintpolicies",
+        "policy.karmada.io/v1alpha1",
+        "false",
+        "ClusterTaintPolicy",
+    ] in (policy)
+    assert len(policy) == 6
     versions_out = await k.ok("api-versions")
     assert {"work.karmada.io/v1alpha1", "work.karmada.io/v1alpha2"} <= set(versions_out.split())
 
