@@ -325,6 +325,11 @@ def _service_prepare_create(obj: JSON, user: UserInfo | None) -> None:
 _EVENT_SOURCE = _path("source.component")
 
 
+def _with_columns(rt: ResourceType) -> ResourceType:
+    tables.attach_builtin_columns(rt)
+    return rt
+
+
 def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]:
     """All built-in types. `schema_for(group, version, kind)` supplies SCHEMA's TypeSchema."""
 
@@ -452,7 +457,7 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
         t("rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding",
           False, allow_create_on_update=True, name_validation="path"),
         # admissionregistration.k8s.io/v1 (called by admission.py)
-        *webhook_configuration_types(),
+        *map(_with_columns, webhook_configuration_types()),
         # apiextensions.k8s.io/v1 (served by crd.py's strategy)
         t("apiextensions.k8s.io", "v1", "customresourcedefinitions",
           "CustomResourceDefinition", False, short_names=("crd", "crds"),

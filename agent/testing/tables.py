@@ -249,6 +249,12 @@ def _lease_cells(obj: JSON, now: float) -> list[Any]:
     return [obj["metadata"]["name"], holder, age(obj, now)]
 
 
+def _webhook_configuration_cells(obj: JSON, now: float) -> list[Any]:
+    webhooks = obj.get("webhooks")
+    count = len(webhooks) if isinstance(webhooks, list) else 0
+    return [obj["metadata"]["name"], count, age(obj, now)]
+
+
 def _event_cells(obj: JSON, now: float) -> list[Any]:
     last = parse_time(obj.get("lastTimestamp") or obj.get("eventTime"))
     inv = obj.get("involvedObject") or {}
@@ -330,6 +336,12 @@ _BUILTIN: dict[tuple[str, str], tuple[list[JSON], Any]] = {
         _csr_cells,
     ),
     ("coordination.k8s.io", "leases"): ([_NAME_COL, _col("Holder"), _AGE], _lease_cells),
+    **{
+        ("admissionregistration.k8s.io", resource): (
+            [_NAME_COL, _col("Webhooks", "integer"), _AGE], _webhook_configuration_cells
+        )
+        for resource in ("mutatingwebhookconfigurations", "validatingwebhookconfigurations")
+    },
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         [_NAME_COL, _col("Created At", "date")],
         _crd_cells,

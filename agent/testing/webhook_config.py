@@ -111,6 +111,45 @@ def _service_causes(field: str, service: JSON) -> list[Cause]:
     return causes
 
 
+def _go_strings(values: list[Any]) -> str:
+    return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
+
+
+def _resource_causes(field: str, resources: list[Any]) -> list[Cause]:
+    """A wildcard may not be followed by what it already covers."""
+    causes: list[Cause] = []
+    any_sub: set[str] = set()  # "pods/*" seen
+    any_res: set[str] = set()  # "*/status" seen
+    for i, entry in enumerate(resources):
+        res, slash, sub = str(entry).partition("/")
+        if not slash:
+            continue
+        for seen, key, wildcard in ((any_sub, res, f"{res}/*"), (any_res, sub, f"*/{sub}")):
+            if key in seen:
+                causes.append(
+                    _invalid(f"{field}[{i}]", entry,
+                             f"if '{wildcard}' is present, must not specify {entry}")
+                )  # fmt: skip
+        if sub == "*":
+            any_sub.add(res)
+        if res == "*":
+            any_res.add(sub)
+    shown = _go_strings(resources)
+    if "*/*" in resources and len(resources) > 1:
+        causes.append(
+            field_cause("FieldValueInvalid", field,
+                        f"Invalid value: {shown}: if '*/*' is present, must not specify other "
+                        "resources")
+        )  # fmt: skip
+    if "*" in resources and any("/" not in str(r) and r != "*" for r in resources):
+        causes.append(
+            field_cause("FieldValueInvalid", field,
+                        f"Invalid value: {shown}: if '*' is present, must not specify other "
+                        "resources without subresources")
+        )  # fmt: skip
+    return causes
+
+
 def _rule_causes(field: str, rule: JSON) -> list[Cause]:
     causes: list[Cause] = []
     operations = rule.get("operations")
@@ -128,6 +167,7 @@ def _rule_causes(field: str, rule: JSON) -> list[Cause]:
     for key in ("apiGroups", "apiVersions", "resources"):
         if not rule.get(key):
             causes.append(_required(f"{field}.{key}"))
+    causes.extend(_resource_causes(f"{field}.resources", rule.get("resources") or []))
     scope = rule.get("scope", "*")
     if scope not in ("*", "Cluster", "Namespaced"):
         causes.append(_supported(f"{field}.scope", scope, ("*", "Cluster", "Namespaced")))

@@ -612,3 +612,17 @@ async def test_scale_subresource_is_reviewed_as_scale_objects(
     assert review["subResource"] == "scale"
     assert review["object"]["kind"] == "Scale"
     assert review["oldObject"]["spec"]["replicas"] == 1
+
+
+async def test_overlapping_resource_wildcards_are_refused(
+    hooks: Hooks, api: httpx.AsyncClient
+) -> None:
+    overlapping = webhook("wild.example.com", hooks.url("x"), [rule(["pods/*", "pods/status"])])
+    body = {"metadata": {"name": "wild"}, "webhooks": [overlapping]}
+    resp = await api.post(f"{ADMISSION}/mutatingwebhookconfigurations", json=body)
+    assert resp.status_code == 422
+    assert resp.json()["message"] == (
+        'MutatingWebhookConfiguration.admissionregistration.k8s.io "wild" is invalid: '
+        "webhooks[0].rules[0].resources[1]: Invalid value: \"pods/status\": if 'pods/*' is "
+        "present, must not specify pods/status"
+    )

@@ -70,6 +70,11 @@ async def test_kubectl_sees_mutations_and_refusals(kubeconfig: Path, server: Web
         "validatingwebhookconfiguration.admissionregistration.k8s.io/kubectl-deny created",
     ]
     try:
+        for kind, name in (("mutating", "kubectl-label"), ("validating", "kubectl-deny")):
+            table = await k.ok("get", f"{kind}webhookconfigurations", name)
+            rows = [line.split() for line in table.splitlines()]
+            assert [row[:2] for row in rows] == [["NAME", "WEBHOOKS"], [name, "1"]]
+            assert rows[0][2] == "AGE"
         await k.ok("create", "namespace", "kubectl-hooks")
         await k.ok("label", "namespace", "kubectl-hooks", "webhooks=enabled")
         out = await k.ok("-n", "kubectl-hooks", "create", "configmap", "plain")
