@@ -6,6 +6,11 @@ stored object). Webhooks come from the stored configurations, configurations in 
 webhooks in their order; mutating webhooks run one after the other (once more, for those with
 reinvocationPolicy IfNeeded, when a later one changed the object), validating webhooks run
 concurrently. Webhook configurations themselves are never sent to webhooks, as in kube.
+
+Not (yet) as kube: `matchConditions` (CEL) are not evaluated (a webhook is called as if they
+held); fields a mutating webhook adds are counted in managedFields to the request's manager;
+reviews, custom subresources (serviceaccounts/token) and the emulator's in-process
+controllers (garbage collector, namespace cleanup) write without admission.
 """
 
 from __future__ import annotations
