@@ -1,10 +1,11 @@
-"""kubectl against the karmada profile with Karmada's published CRDs (the all_crds option):
-discovery, apply and get with the CRDs' printer columns and defaults, status through the
-status subresource, schema validation, pruning and field validation, each as kube-apiserver
-answers them for any CRD."""
+"""kubectl and the Python client against the karmada profile with Karmada's published CRDs
+(the all_crds option): discovery, apply and get with the CRDs' printer columns and defaults,
+status through the status subresource, schema validation, pruning and field validation, each
+as kube-apiserver answers them for any CRD."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -12,6 +13,9 @@ from pathlib import Path
 
 import pytest
 import pytest_asyncio
+import yaml
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 
 from agent.testing.emulator import Emulator, run_emulator
 
@@ -378,3 +382,71 @@ async def test_unknown_fields_are_pruned_as_for_any_crd(
     assert (quiet.rc, quiet.err) == (0, "")
     spec = json.loads(await k.ok("get", "pp", "quiet", "-n", ns, "-o", "jsonpath={.spec}"))
     assert "colour" not in spec
+
+
+async def test_python_client_writes_bindings_and_their_status(admin_kubeconfig: Path) -> None:
+    """The official Python client's CustomObjectsApi, as a controller built on the CRDs uses
+    them: namespaced and cluster-scoped bindings, status through /status, both versions."""
+    configuration = client.Configuration()
+    await asyncio.to_thread(
+        config.load_kube_config,
+        config_file=str(admin_kubeconfig),
+        client_configuration=configuration,
+    )
+    custom = client.CustomObjectsApi(client.ApiClient(configuration))
+    core = client.CoreV1Api(custom.api_client)
+    ns = "pyclient-bindings"
+    await asyncio.to_thread(
+        core.create_namespace, client.V1Namespace(metadata=client.V1ObjectMeta(name=ns))
+    )
+    group = "work.karmada.io"
+    binding = yaml.safe_load(resource_binding(ns))
+    created = await asyncio.to_thread(
+        custom.create_namespaced_custom_object, group, "v1alpha2", ns, "resourcebindings", binding
+    )
+    assert "status" not in created
+    assert created["spec"]["conflictResolution"] == "Abort"
+    patched = await asyncio.to_thread(
+        custom.patch_namespaced_custom_object_status,
+        group, "v1alpha2", ns, "resourcebindings", "nginx-deployment", BINDING_STATUS,
+    )  # fmt: skip
+    assert patched["status"] == BINDING_STATUS["status"]
+    older = await asyncio.to_thread(
+        custom.get_namespaced_custom_object,
+        group, "v1alpha1", ns, "resourcebindings", "nginx-deployment",
+    )  # fmt: skip
+    assert older["apiVersion"] == "work.karmada.io/v1alpha1"
+    with pytest.raises(ApiException) as exc:
+        await asyncio.to_thread(
+            custom.patch_namespaced_custom_object_status,
+            group, "v1alpha2", ns, "resourcebindings", "nginx-deployment",
+            {"status": {"conditions": [{"type": "Scheduled", "status": "Maybe"}]}},
+        )  # fmt: skip
+    assert exc.value.status == 422
+    causes = json.loads(exc.value.body)["details"]["causes"]
+    assert {c["field"] for c in causes} == {
+        f"status.conditions[0].{name}" for name in ("lastTransitionTime", "message", "reason",
+                                                   "status")
+    }  # fmt: skip
+
+    cluster_binding = {
+        "apiVersion": "work.karmada.io/v1alpha2",
+        "kind": "ClusterResourceBinding",
+        "metadata": {"name": "reader"},
+        "spec": {
+            "resource": {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                         "name": "reader"},
+        },
+    }  # fmt: skip
+    created = await asyncio.to_thread(
+        custom.create_cluster_custom_object, group, "v1alpha2", "clusterresourcebindings",
+        cluster_binding,
+    )  # fmt: skip
+    assert "namespace" not in created["metadata"]
+    created["status"] = {"schedulerObservedGeneration": 1}
+    replaced = await asyncio.to_thread(
+        custom.replace_cluster_custom_object_status,
+        group, "v1alpha2", "clusterresourcebindings", "reader", created,
+    )  # fmt: skip
+    assert replaced["status"] == {"schedulerObservedGeneration": 1}
+    assert replaced["metadata"]["generation"] == 1
