@@ -70,7 +70,13 @@ from agent.karmada.work import (
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
-from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFoundError
+from agent.kube.errors import (
+    ApiError,
+    ConflictError,
+    InvalidNameError,
+    KubeError,
+    NotFoundError,
+)
 from agent.kube.reflector import HandlerFuncs
 from agent.resources import WORKS
 
@@ -95,6 +101,9 @@ FIELD_MANAGER = "karmada-agent"
 CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
 FINALIZER_UPDATE_ATTEMPTS = 5
 EVENT_WORK_ORPHANED = "WorkOrphaned"
+# Answers that refuse the object as written (bad request, too large, invalid): retrying the same
+# content cannot help; a change of the Work enqueues it again.
+REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
 # resourceVersions remembered per object as our own writes (a reconcile writes an object once;
 # a few more cover takeovers between Works whose watch events arrive late).
 OWN_WRITES_KEPT = 8
@@ -371,7 +380,7 @@ class ExecutionController(WorkController):
                 outcome.errors.append((manifest.ordinal, str(exc)))
             except InvalidNameError as exc:
                 # Refused before any request: the manifest has to change.
-                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
             except InterpretError as exc:
                 # A failing Retain script: the customization may be fixed, so retry.
                 outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
@@ -383,16 +392,23 @@ class ExecutionController(WorkController):
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 self._block(name, exc)
             except NoKindMatchError as exc:
+                # Retried with backoff: a CRD installed later makes the kind known.
                 outcome.errors.append(
-                    (manifest.ordinal, f"{manifest.description}: {exc} in the member cluster")
+                    (manifest.ordinal, f"{manifest.label}: {exc} in the member cluster")
                 )
                 outcome.retryable = True
+            except ApiError as exc:
+                refused = exc.code in REFUSED_AS_WRITTEN
+                cause = "refused by the member cluster" if refused else "failed"
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {cause}: {exc}"))
+                # The same content would be refused again: the Work has to change.
+                outcome.retryable = outcome.retryable or not refused
             except KubeError as exc:
-                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
                 outcome.retryable = True
             except Exception as exc:
                 wlog.exception("unexpected error applying manifest", manifest=manifest.ordinal)
-                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
                 outcome.retryable = True
             finally:
                 self._observe(result, time.monotonic() - started)
@@ -413,8 +429,8 @@ class ExecutionController(WorkController):
         self._check_other_work(work, manifest, key, live)
         if live is not None and not is_managed(live) and not may_overwrite(manifest, work):
             raise OwnershipError(
-                f"{manifest.description} already exists in the member cluster and is not "
-                f"managed by Karmada (no label {names.MANAGED_LABEL}=true); it is left alone. "
+                f"{manifest.label}: {manifest.description} already exists in the member "
+                f"cluster and is not managed by Karmada (no label {names.MANAGED_LABEL}=true); it is left alone. "
                 f"Annotate the Work or manifest with "
                 f"{names.CONFLICT_RESOLUTION_ANNOTATION}: {names.CONFLICT_OVERWRITE} "
                 f"to take it over"
@@ -454,7 +470,7 @@ class ExecutionController(WorkController):
         if owner is None or may_overwrite(manifest, work):
             return
         raise OtherWorkError(
-            f"{manifest.description} is already managed by Work {owner[0]}/{owner[1]} in the "
+            f"{manifest.label}: {manifest.description} is already managed by Work {owner[0]}/{owner[1]} in the "
             f"member cluster; it is left alone. Annotate the Work or manifest with "
             f"{names.CONFLICT_RESOLUTION_ANNOTATION}: {names.CONFLICT_OVERWRITE} to take it over",
             key,
@@ -517,8 +533,8 @@ class ExecutionController(WorkController):
             return ""
         if not manifest.namespace:
             raise ManifestError(
-                f"manifest {manifest.ordinal} ({manifest.description}): {manifest.kind} is "
-                f"namespaced but the manifest has no metadata.namespace"
+                f"{manifest.label}: {manifest.kind} is namespaced but the manifest has no "
+                f"metadata.namespace"
             )
         return manifest.namespace
 

@@ -54,6 +54,11 @@ class Manifest:
         where = f"{self.namespace}/{self.name}" if self.namespace else self.name
         return f"{self.kind} {where}"
 
+    @property
+    def label(self) -> str:
+        """How messages name the manifest: its ordinal, kind and name."""
+        return f"manifest {self.ordinal} ({self.description})"
+
     def identifier(self, resource: str) -> Obj:
         ident: Obj = {"ordinal": self.ordinal}
         if self.group:
@@ -68,23 +73,48 @@ class Manifest:
         return ident
 
 
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
+
+
+def _partial_label(ordinal: int, kind: Any, metadata: Any) -> str:
+    """`manifest N (Kind ns/name)` from whatever of kind and name the manifest has."""
+    parts = [kind] if isinstance(kind, str) and kind else []
+    if isinstance(metadata, dict) and isinstance(metadata.get("name"), str):
+        namespace = metadata.get("namespace")
+        name = metadata["name"]
+        parts.append(f"{namespace}/{name}" if isinstance(namespace, str) and namespace else name)
+    return f"manifest {ordinal} ({' '.join(parts)})" if parts else f"manifest {ordinal}"
+
+
 def parse_manifest(ordinal: int, raw: Any) -> Manifest:
     if not isinstance(raw, dict):
-        raise ManifestError(f"manifest {ordinal} is not an object")
+        raise ManifestError(f"manifest {ordinal} is not an object but {_json_type(raw)}")
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
-    if not isinstance(api_version, str) or not api_version:
-        raise ManifestError(f"manifest {ordinal} has no apiVersion")
-    if not isinstance(kind, str) or not kind:
-        raise ManifestError(f"manifest {ordinal} has no kind")
     metadata = raw.get("metadata")
+    label = _partial_label(ordinal, kind, metadata)
+    if not isinstance(api_version, str) or not api_version:
+        raise ManifestError(f"{label} has no apiVersion")
+    if not isinstance(kind, str) or not kind:
+        raise ManifestError(f"{label} has no kind")
     if not isinstance(metadata, dict):
-        raise ManifestError(f"manifest {ordinal} ({kind}) has no metadata")
+        raise ManifestError(f"{label} has no metadata")
     name = metadata.get("name")
     if not isinstance(name, str) or not name:
-        raise ManifestError(f"manifest {ordinal} ({kind}) has no metadata.name")
+        raise ManifestError(f"{label} has no metadata.name")
     namespace = metadata.get("namespace") or ""
     if not isinstance(namespace, str):
-        raise ManifestError(f"manifest {ordinal} ({kind} {name}) has an invalid metadata.namespace")
+        raise ManifestError(f"{label} has an invalid metadata.namespace")
     group, _, version = api_version.rpartition("/")
     return Manifest(ordinal, raw, group, version, kind, namespace, name)
 

@@ -239,7 +239,7 @@ async def test_malformed_manifest_and_unknown_kind_do_not_block_the_others() -> 
         failed = await pair.wait_work("mixed", APPLIED_FAILED)
         message = condition(failed, names.WORK_APPLIED)["message"]  # type: ignore[index]
         assert message.startswith("Failed to apply all manifests (1/3): [")
-        assert "manifest 2 has no kind" in message
+        assert "manifest 2 (default/x) has no kind" in message
         assert "Gadget default/g" in message
         assert (await pair.get_member(CONFIGMAPS, "good"))["data"] == {"key": "value"}
         assert "error" in pair.metrics.results()
