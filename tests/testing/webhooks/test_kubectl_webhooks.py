@@ -8,15 +8,11 @@ from pathlib import Path
 import pytest
 
 from agent.testing.emulator import Emulator
-from tests.testing.conformance.kubectl import NEWEST, Kubectl, needs_kubectl
+from tests.testing.conformance.kubectl import Kubectl, version_params
 
 from .server import WebhookServer, json_patch
 
-pytestmark = [
-    pytest.mark.asyncio(loop_scope="module"),
-    pytest.mark.timeout(120),
-    needs_kubectl(NEWEST),
-]
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +42,12 @@ webhooks:
 """
 
 
-async def test_kubectl_sees_mutations_and_refusals(kubeconfig: Path, server: WebhookServer) -> None:
-    k = Kubectl(NEWEST, kubeconfig)
+@pytest.mark.parametrize("version", version_params())
+async def test_kubectl_sees_mutations_and_refusals(
+    version: str, kubeconfig: Path, server: WebhookServer
+) -> None:
+    k = Kubectl(version, kubeconfig)
+    v = version.replace(".", "-")
     server.answer(
         "kubectl-label",
         lambda r: json_patch([{"op": "add", "path": "/metadata/labels", "value": {"seen": "yes"}}]),
@@ -59,43 +59,44 @@ async def test_kubectl_sees_mutations_and_refusals(kubeconfig: Path, server: Web
         if r["name"] == "deny-me" else {"allowed": True},
     )  # fmt: skip
     mutating = configuration(
-        "MutatingWebhookConfiguration", "kubectl-label", server, "kubectl-label", "CREATE"
+        "MutatingWebhookConfiguration", f"label-{v}", server, "kubectl-label", "CREATE"
     )
     validating = configuration(
-        "ValidatingWebhookConfiguration", "kubectl-deny", server, "kubectl-deny", "CREATE"
+        "ValidatingWebhookConfiguration", f"deny-{v}", server, "kubectl-deny", "CREATE"
     )
     out = await k.ok("apply", "-f", "-", stdin=mutating + "---\n" + validating)
     assert out.splitlines() == [
-        "mutatingwebhookconfiguration.admissionregistration.k8s.io/kubectl-label created",
-        "validatingwebhookconfiguration.admissionregistration.k8s.io/kubectl-deny created",
+        f"mutatingwebhookconfiguration.admissionregistration.k8s.io/label-{v} created",
+        f"validatingwebhookconfiguration.admissionregistration.k8s.io/deny-{v} created",
     ]
     try:
-        for kind, name in (("mutating", "kubectl-label"), ("validating", "kubectl-deny")):
+        for kind, name in (("mutating", f"label-{v}"), ("validating", f"deny-{v}")):
             table = await k.ok("get", f"{kind}webhookconfigurations", name)
             rows = [line.split() for line in table.splitlines()]
             assert [row[:2] for row in rows] == [["NAME", "WEBHOOKS"], [name, "1"]]
             assert rows[0][2] == "AGE"
-        await k.ok("create", "namespace", "kubectl-hooks")
-        await k.ok("label", "namespace", "kubectl-hooks", "webhooks=enabled")
-        out = await k.ok("-n", "kubectl-hooks", "create", "configmap", "plain")
+        ns = f"kubectl-hooks-{v}"
+        await k.ok("create", "namespace", ns)
+        await k.ok("label", "namespace", ns, "webhooks=enabled")
+        out = await k.ok("-n", ns, "create", "configmap", "plain")
         assert out.strip() == "configmap/plain created"
         labels = await k.ok(
-            "-n", "kubectl-hooks", "get", "configmap", "plain", "-o", "jsonpath={.metadata.labels}"
+            "-n", ns, "get", "configmap", "plain", "-o", "jsonpath={.metadata.labels}"
         )
         assert labels == '{"seen":"yes"}'
 
-        result = await k("-n", "kubectl-hooks", "create", "configmap", "deny-me")
+        result = await k("-n", ns, "create", "configmap", "deny-me")
         assert result.rc == 1
         assert result.err.strip() == (
-            'error: failed to create configmap: admission webhook "kubectl-deny.example.com" '
+            f'error: failed to create configmap: admission webhook "deny-{v}.example.com" '
             "denied the request: no configmaps named deny-me"
         )
         cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deny-me\n"
-        result = await k("-n", "kubectl-hooks", "create", "-f", "-", stdin=cm)
+        result = await k("-n", ns, "create", "-f", "-", stdin=cm)
         assert result.rc == 1
         assert result.err.strip() == (
             'Error from server (Forbidden): error when creating "STDIN": admission webhook '
-            '"kubectl-deny.example.com" denied the request: no configmaps named deny-me'
+            f'"deny-{v}.example.com" denied the request: no configmaps named deny-me'
         )
     finally:
         await k.ok("delete", "-f", "-", stdin=mutating + "---\n" + validating)
