@@ -234,7 +234,7 @@ class Agent:
             events=self.events,
             metrics=self.metrics,
         )
-        return ctx, [member_objects]
+        return ctx, [member_objects, ctx.interpretation()]
 
     # --- leader election -----------------------------------------------------------------------
 

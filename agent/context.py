@@ -16,7 +16,8 @@ from .kube.discovery import RESTMapper
 from .options import Options
 
 if TYPE_CHECKING:
-    from .controllers.interpreter_config import CustomizationWatch
+    from .controllers.interpreter_config import ConfigWatch
+    from .controllers.interpreter_webhooks import AgentInterpreter
     from .controllers.link import ControlPlaneLink
     from .controllers.member_objects import MemberObjects
     from .controllers.slice_reports import MemberSlices
@@ -52,7 +53,8 @@ class AgentContext:
     metrics: AgentMetrics
     # Health, status and retention of member objects: customizations, then built-in rules.
     interpreter: Interpreter = field(default_factory=Interpreter)
-    _customization_watch: CustomizationWatch | None = field(default=None, init=False, repr=False)
+    _config_watches: list[ConfigWatch] | None = field(default=None, init=False, repr=False)
+    _interpretation: AgentInterpreter | None = field(default=None, init=False, repr=False)
     _cluster_watch: ClusterWatch | None = field(default=None, init=False, repr=False)
     _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
     _member_slices: MemberSlices | None = field(default=None, init=False, repr=False)
@@ -85,14 +87,23 @@ class AgentContext:
             self._cluster_watch = ClusterWatch(self.karmada, self.cluster_name)
         return self._cluster_watch
 
-    def customization_watch(self) -> CustomizationWatch:
-        """The control plane's ResourceInterpreterCustomizations from one list+watch, kept in
-        `interpreter` (started and stopped by each controller that interprets objects)."""
-        if self._customization_watch is None:
-            from .controllers.interpreter_config import CustomizationWatch
+    def interpreter_config_watches(self) -> list[ConfigWatch]:
+        """The control plane's interpreter customizations and webhook configurations from one
+        list+watch each, kept in `interpreter` (started and stopped by each controller that
+        interprets objects)."""
+        if self._config_watches is None:
+            from .controllers.interpreter_config import config_watches
 
-            self._customization_watch = CustomizationWatch(self.karmada, self.interpreter)
-        return self._customization_watch
+            self._config_watches = config_watches(self.karmada, self.interpreter)
+        return self._config_watches
+
+    def interpretation(self) -> AgentInterpreter:
+        """`interpreter` with the webhook calls: what the controllers ask."""
+        if self._interpretation is None:
+            from .controllers.interpreter_webhooks import AgentInterpreter
+
+            self._interpretation = AgentInterpreter(self.interpreter)
+        return self._interpretation
 
     def member_slices(self) -> MemberSlices:
         """The member's Service EndpointSlices from one list+watch shared by serviceExport and

@@ -12,3 +12,6 @@ SERVICE_EXPORTS = GVR("multicluster.x-k8s.io", "v1alpha1", "serviceexports")
 RESOURCE_INTERPRETER_CUSTOMIZATIONS = GVR(
     "config.karmada.io", "v1alpha1", "resourceinterpretercustomizations"
 )
+RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS = GVR(
+    "config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations"
+)

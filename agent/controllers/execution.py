@@ -365,8 +365,8 @@ class ExecutionController(WorkController):
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
                     with contextlib.suppress(ReflectError):
                         # Left to the workStatus controller, which reports the failure.
-                        entry, problem = manifest_status(
-                            self.ctx.interpreter, applied, key[0].resource, live
+                        entry, problem = await manifest_status(
+                            self.ctx.interpretation(), applied, key[0].resource, live
                         )
                         outcome.statuses[applied.ordinal] = entry
                         if problem is not None:
@@ -440,7 +440,7 @@ class ExecutionController(WorkController):
             # Member-owned values a Retain customization keeps (typed: list items of built-in
             # types carry no apiVersion/kind).
             observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-            desired = self.ctx.interpreter.retain(desired, observed)
+            desired = await self.ctx.interpretation().retain(desired, observed)
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         applied = await self.ctx.member.apply(

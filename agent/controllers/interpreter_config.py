@@ -1,11 +1,12 @@
-"""The control plane's ResourceInterpreterCustomizations, from one list+watch, kept in the
-agent's interpreter chain so that a change takes effect without a restart.
+"""The control plane's resource interpreter configuration, from list+watches, kept in the
+agent's interpreter chain so that a change takes effect without a restart:
+ResourceInterpreterCustomizations (Lua) and ResourceInterpreterWebhookConfigurations.
 
 Shared by the execution (Retain) and workStatus (InterpretHealth, ReflectStatus) controllers:
-each starts and stops it, and hears of every change so that it can look at its Works again.
-Workers do not wait for this watch: without it (an older control-plane RBAC that does not
-grant it) Works are interpreted by the bundled and built-in rules, and a customization that
-arrives later sends every Work through reconcile again.
+each starts and stops the watches, and hears of every change so that it can look at its Works
+again. Workers do not wait for these watches: without them (an older control-plane RBAC that
+does not grant them) Works are interpreted by the bundled and built-in rules, and a
+configuration that arrives later sends every Work through reconcile again.
 """
 
 from __future__ import annotations
@@ -16,37 +17,47 @@ from typing import Any
 import structlog
 
 from agent.interpreter import Interpreter
-from agent.interpreter.customizations import API_VERSION, KIND
-from agent.kube.client import KubeClient
+from agent.interpreter.customizations import API_VERSION
+from agent.kube.client import GVR, KubeClient
 from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
-from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS
+from agent.resources import (
+    RESOURCE_INTERPRETER_CUSTOMIZATIONS,
+    RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+)
 
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
 
 
-class CustomizationWatch(WatchedReflector):
-    def __init__(self, client: KubeClient, interpreter: Interpreter) -> None:
+class ConfigWatch(WatchedReflector):
+    """One cluster-scoped configuration kind, each change passed to `put` or `remove`."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        gvr: GVR,
+        kind: str,
+        put: Callable[[JsonDict], None],
+        remove: Callable[[JsonDict], None],
+    ) -> None:
         super().__init__(
-            Reflector(
-                client,
-                RESOURCE_INTERPRETER_CUSTOMIZATIONS,
-                transform=typed_transform(API_VERSION, KIND),
-                name="resourceinterpretercustomizations",
-            )
+            Reflector(client, gvr, transform=typed_transform(API_VERSION, kind), name=gvr.resource)
         )
-        self.interpreter = interpreter
+        self.kind = kind
+        self._put, self._remove = put, remove
         self._listeners: list[Callable[[], None]] = []
         self.reflector.add_handler(
             HandlerFuncs(
-                add=self._put, update=lambda _old, new: self._put(new), delete=self._remove
+                add=self._applied,
+                update=lambda _old, new: self._applied(new),
+                delete=self._removed,
             )
         )
 
     def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call `callback` after every change of the customizations; returns the unsubscribe."""
+        """Call `callback` after every change; returns the unsubscribe."""
         self._listeners.append(callback)
 
         def unsubscribe() -> None:
@@ -55,20 +66,35 @@ class CustomizationWatch(WatchedReflector):
 
         return unsubscribe
 
-    def _put(self, obj: JsonDict) -> None:
-        self.interpreter.customizations.put(obj)
+    def _applied(self, obj: JsonDict) -> None:
+        self._put(obj)
         self._changed("applied", obj)
 
-    def _remove(self, obj: JsonDict) -> None:
-        self.interpreter.customizations.remove(obj)
+    def _removed(self, obj: JsonDict) -> None:
+        self._remove(obj)
         self._changed("removed", obj)
 
     def _changed(self, what: str, obj: JsonDict) -> None:
-        spec = obj.get("spec") or {}
-        log.info(
-            "resource interpreter customization " + what,
-            name=(obj.get("metadata") or {}).get("name"),
-            target=spec.get("target") if isinstance(spec, dict) else None,
-        )
+        log.info(f"{self.kind} {what}", name=(obj.get("metadata") or {}).get("name"))
         for callback in list(self._listeners):
             callback()
+
+
+def config_watches(client: KubeClient, interpreter: Interpreter) -> list[ConfigWatch]:
+    customizations, webhooks = interpreter.customizations, interpreter.webhooks
+    return [
+        ConfigWatch(
+            client,
+            RESOURCE_INTERPRETER_CUSTOMIZATIONS,
+            "ResourceInterpreterCustomization",
+            customizations.put,
+            customizations.remove,
+        ),
+        ConfigWatch(
+            client,
+            RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+            "ResourceInterpreterWebhookConfiguration",
+            webhooks.put,
+            webhooks.remove,
+        ),
+    ]

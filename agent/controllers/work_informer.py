@@ -189,7 +189,7 @@ class WorkController:
             name, self.queue, self.reconcile, workers=max(ctx.options.concurrent_work_syncs, 1)
         )
         self._unsubscribe: Callable[[], None] | None = None
-        self._unsubscribe_customizations: Callable[[], None] | None = None
+        self._unsubscribe_config: list[Callable[[], None]] = []
         self._starter: asyncio.Task[None] | None = None
 
     async def reconcile(self, name: str) -> Result | None:
@@ -227,10 +227,10 @@ class WorkController:
             watched.start()
         self._unsubscribe = self.ctx.member_objects.subscribe(self._member_event)
         # Not waited for (see agent.controllers.interpreter_config): a change of the
-        # customizations sends every Work through reconcile again.
-        customizations = self.ctx.customization_watch()
-        customizations.start()
-        self._unsubscribe_customizations = customizations.on_change(self._enqueue_every_work)
+        # interpreter configuration sends every Work through reconcile again.
+        for watch in self.ctx.interpreter_config_watches():
+            watch.start()
+            self._unsubscribe_config.append(watch.on_change(self._enqueue_every_work))
         self._starter = asyncio.get_running_loop().create_task(
             self._start_workers(), name=f"{self.name} start"
         )
@@ -248,10 +248,12 @@ class WorkController:
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
-        if self._unsubscribe_customizations is not None:
-            self._unsubscribe_customizations()
-            self._unsubscribe_customizations = None
-            await self.ctx.customization_watch().stop()
+        if self._unsubscribe_config:
+            for unsubscribe in self._unsubscribe_config:
+                unsubscribe()
+            self._unsubscribe_config = []
+            for watch in self.ctx.interpreter_config_watches():
+                await watch.stop()
         tasks = [t for t in (self._starter, *self._stop_tasks()) if t is not None]
         for task in tasks:
             task.cancel()

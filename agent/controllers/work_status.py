@@ -16,8 +16,10 @@ from typing import Any
 import structlog
 
 from agent.context import AgentContext, Runnable
+from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.events import EventRecorder
-from agent.interpreter import Interpreter, InterpretError
+from agent.interpreter import InterpretError
+from agent.interpreter.chain import InterpretReflectError
 from agent.karmada import conditions, names
 from agent.karmada.reflect import ReflectError
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
@@ -43,18 +45,18 @@ def _meta(obj: JsonDict) -> JsonDict:
     return meta if isinstance(meta, dict) else {}
 
 
-def manifest_status(
-    interpreter: Interpreter, manifest: Manifest, resource: str, live: JsonDict
+async def manifest_status(
+    interpreter: AgentInterpreter, manifest: Manifest, resource: str, live: JsonDict
 ) -> tuple[JsonDict, str | None]:
     """The manifestStatuses entry of `manifest` from its member object `live`, and why its
     health is Unknown when a customization failed to interpret it; raises ReflectError when
     the object's status cannot be reflected."""
     entry: JsonDict = {"identifier": manifest.identifier(resource)}
-    reflected = interpreter.reflect_status(live)
+    reflected = await interpreter.reflect_status(live)
     if reflected is not None:
         entry["status"] = reflected
     try:
-        entry["health"] = interpreter.interpret_health(live)
+        entry["health"] = await interpreter.interpret_health(live)
     except InterpretError as exc:
         # As upstream: the health is Unknown, and an InterpretHealthFailed Event says why.
         entry["health"] = names.UNKNOWN
@@ -157,13 +159,15 @@ class WorkStatusController(WorkController):
                 problems.append(f"{item.description}: {exc} in the member cluster")
                 continue
             except ReflectError as exc:
-                # As upstream: the entry is not updated, a Warning Event, and a retry.
-                self.ctx.events.record(
-                    work,
-                    "Warning",
-                    names.EVENT_REFLECT_STATUS_FAILED,
-                    f"Status not reflected: {exc}.",
-                )
+                # As upstream: the entry is not updated, a Warning Event, and a retry (no
+                # Event again while a webhook keeps failing for the kind).
+                if not (isinstance(exc, InterpretReflectError) and exc.repeated):
+                    self.ctx.events.record(
+                        work,
+                        "Warning",
+                        names.EVENT_REFLECT_STATUS_FAILED,
+                        f"Status not reflected: {exc}.",
+                    )
                 problems.append(str(exc))
                 entry = previous.get(item.ordinal)
             if entry is not None:
@@ -194,7 +198,7 @@ class WorkStatusController(WorkController):
             return None, None
         # List items of built-in types carry no apiVersion/kind; the rules need them.
         typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-        return manifest_status(self.ctx.interpreter, manifest, info.resource, typed)
+        return await manifest_status(self.ctx.interpretation(), manifest, info.resource, typed)
 
 
 def record_status_events(

@@ -29,6 +29,7 @@ from .customizations import (
 )
 from .kubelib import HELPERS
 from .luavm import LuaScript, ScriptError, restore_empty
+from .webhooks import WebhookSet
 
 Obj = dict[str, Any]
 
@@ -46,17 +47,31 @@ _SERVER_METADATA = (
 
 
 class InterpretError(Exception):
-    """A customization's script failed; the message names the customization."""
+    """A customization's script (or a webhook) failed; the message names it."""
 
-    def __init__(self, customization: Customization, operation: str, reason: str) -> None:
-        super().__init__(f"{customization.describe()} failed in {operation}: {reason}")
-        self.customization = customization
+    def __init__(self, source: str, operation: str, reason: str, *, repeated: bool = False) -> None:
+        super().__init__(f"{source} failed in {operation}: {reason}")
+        self.source = source
         self.operation = operation
+        # The same failure as the previous call for this kind: reported already.
+        self.repeated = repeated
+
+
+class InterpretReflectError(reflect.ReflectError):
+    """ReflectStatus failed in a customization or webhook."""
+
+    def __init__(self, error: InterpretError) -> None:
+        super().__init__(str(error))
+        self.repeated = error.repeated
 
 
 class Interpreter:
     def __init__(self, customizations: CustomizationSet | None = None) -> None:
         self.customizations = customizations or CustomizationSet(bundled())
+        # The webhooks of the control plane's ResourceInterpreterWebhookConfigurations; the
+        # caller (agent.controllers.interpreter_webhooks) consults them between the user's
+        # customizations and the bundled ones.
+        self.webhooks = WebhookSet()
         # One sandboxed state per script, reused while the script is unchanged.
         self._scripts: dict[tuple[str, str, str], LuaScript] = {}
 
@@ -78,10 +93,11 @@ class Interpreter:
         try:
             return script.call(operation, *args)[0]
         except (ScriptError, IndexError) as exc:
-            raise InterpretError(customization, operation, str(exc)) from None
+            raise InterpretError(customization.describe(), operation, str(exc)) from None
 
-    def has_customization(self, obj: Obj, operation: str) -> bool:
-        return self._customization(obj, operation) is not None
+    def has_user_customization(self, obj: Obj, operation: str) -> bool:
+        customization = self._customization(obj, operation)
+        return customization is not None and customization.origin == "user"
 
     def interpret_health(self, obj: Obj) -> str:
         """Healthy, Unhealthy or (built-in rules, malformed status) Unknown; raises
@@ -92,7 +108,9 @@ class Interpreter:
         result = self._run(customization, INTERPRET_HEALTH, obj)
         if not isinstance(result, bool):
             raise InterpretError(
-                customization, INTERPRET_HEALTH, f"returned {_lua_type(result)}, not a boolean"
+                customization.describe(),
+                INTERPRET_HEALTH,
+                f"returned {_lua_type(result)}, not a boolean",
             )
         return HEALTHY if result else UNHEALTHY
 
@@ -104,15 +122,15 @@ class Interpreter:
             return reflect.reflect_status(obj)
         try:
             result = self._run(customization, REFLECT_STATUS, obj)
+            if not isinstance(result, dict | list):
+                reason = f"returned {_lua_type(result)}, not a table"
+                raise InterpretError(customization.describe(), REFLECT_STATUS, reason)
+            restored = restore_empty(result)
+            if not isinstance(restored, dict):
+                reason = "returned a list, not a status object"
+                raise InterpretError(customization.describe(), REFLECT_STATUS, reason)
         except InterpretError as exc:
-            raise reflect.ReflectError(str(exc)) from None
-        if not isinstance(result, dict | list):
-            reason = f"returned {_lua_type(result)}, not a table"
-            raise reflect.ReflectError(str(InterpretError(customization, REFLECT_STATUS, reason)))
-        restored = restore_empty(result)
-        if not isinstance(restored, dict):
-            reason = "returned a list, not a status object"
-            raise reflect.ReflectError(str(InterpretError(customization, REFLECT_STATUS, reason)))
+            raise InterpretReflectError(exc) from None
         return restored
 
     def retain(self, desired: Obj, observed: Obj) -> Obj:
@@ -124,14 +142,19 @@ class Interpreter:
         restored = restore_empty(result, (desired, observed))
         if not isinstance(restored, dict):
             raise InterpretError(
-                customization, RETAIN, f"returned {_lua_type(result)}, not an object"
+                customization.describe(), RETAIN, f"returned {_lua_type(result)}, not an object"
             )
-        restored.pop("status", None)
-        meta = restored.get("metadata")
-        if isinstance(meta, dict):
-            for key in _SERVER_METADATA:
-                meta.pop(key, None)
-        return restored
+        return without_server_fields(restored)
+
+
+def without_server_fields(obj: Obj) -> Obj:
+    """What a Retain answer may carry into an apply: no status, no server-set metadata."""
+    restored = dict(obj)
+    restored.pop("status", None)
+    meta = restored.get("metadata")
+    if isinstance(meta, dict):
+        restored["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
+    return restored
 
 
 def _lua_type(value: Any) -> str:

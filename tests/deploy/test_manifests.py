@@ -233,8 +233,8 @@ def expected_control_plane_rules(cluster: str, secret_ns: str) -> set[tuple[str,
     add("", "", "namespaces", [secret_ns], ["get"])
     add("", "certificates.k8s.io", "certificatesigningrequests", ["*"], ["create", "get", "watch"])
     add("", "certificates.k8s.io", "certificatesigningrequests/selfclusteragent", ["*"], ["create"])
-    customizations = "resourceinterpretercustomizations"
-    add("", "config.karmada.io", customizations, ["*"], ["get", "list", "watch"])
+    for config in ("resourceinterpretercustomizations", "resourceinterpreterwebhookconfigurations"):
+        add("", "config.karmada.io", config, ["*"], ["get", "list", "watch"])
     es = f"karmada-es-{cluster}"
     add(es, "work.karmada.io", "works", ["*"],
         ["get", "list", "watch", "create", "update", "patch", "delete"])  # fmt: skip

@@ -1,0 +1,162 @@
+"""Interpreter webhook configurations, requests and responses (no I/O), and JSON Patch."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from agent.interpreter import webhooks as hooks
+from agent.interpreter.jsonpatch import PatchError, apply_patch
+
+Obj = dict[str, Any]
+
+
+def configuration(name: str, *webhooks: Obj) -> Obj:
+    return {
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": list(webhooks),
+    }
+
+
+def webhook(name: str, operations: list[str], kinds: list[str], **client: Any) -> Obj:
+    return {
+        "name": name,
+        "clientConfig": client or {"url": "https://hooks.example:8443/interpret"},
+        "rules": [
+            {
+                "operations": operations,
+                "apiGroups": ["example.io"],
+                "apiVersions": ["*"],
+                "kinds": kinds,
+            }
+        ],
+        "interpreterContextVersions": ["v1alpha1"],
+    }
+
+
+WIDGET = {
+    "apiVersion": "example.io/v1",
+    "kind": "Widget",
+    "metadata": {"name": "w", "namespace": "team"},
+    "spec": {"replicas": 2},
+}
+
+
+def test_rules_match_group_version_kind_and_operation() -> None:
+    webhooks = hooks.WebhookSet()
+    webhooks.put(configuration("b", webhook("health.b", ["InterpretHealth"], ["Widget"])))
+    webhooks.put(configuration("a", webhook("all.a", ["*"], ["Gadget"])))
+    found = webhooks.match("example.io/v1", "Widget", "InterpretHealth")
+    assert found is not None
+    assert found.name == "health.b"
+    assert found.timeout == hooks.DEFAULT_TIMEOUT
+    assert webhooks.match("example.io/v1", "Widget", "ReflectStatus") is None
+    gadget = webhooks.match("example.io/v2", "Gadget", "ReflectStatus")
+    assert gadget is not None
+    assert gadget.name == "all.a"
+    assert webhooks.match("other.io/v1", "Gadget", "Retain") is None
+    webhooks.remove(configuration("a"))
+    assert webhooks.match("example.io/v2", "Gadget", "ReflectStatus") is None
+
+
+def test_client_config_url_service_ca_and_timeout() -> None:
+    service = webhook(
+        "svc",
+        ["*"],
+        ["*"],
+        service={"namespace": "hooks", "name": "interp", "port": 8443, "path": "/x"},
+        caBundle=base64.b64encode(b"PEM").decode(),
+    )
+    service["timeoutSeconds"] = 3
+    [parsed] = hooks.parse_configuration(configuration("c", service))
+    assert parsed.url == "https://interp.hooks.svc:8443/x"
+    assert parsed.ca_bundle == b"PEM"
+    assert parsed.timeout == 3.0
+
+
+def test_request_is_a_resource_interpreter_context() -> None:
+    [hook] = hooks.parse_configuration(configuration("c", webhook("h", ["*"], ["*"])))
+    body = hooks.request(hook, "ReflectStatus", "u1", WIDGET, None)
+    assert body == {
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterContext",
+        "request": {
+            "uid": "u1",
+            "kind": {"group": "example.io", "version": "v1", "kind": "Widget"},
+            "name": "w",
+            "namespace": "team",
+            "operation": "InterpretStatus",
+            "object": WIDGET,
+        },
+    }
+    retain = hooks.request(hook, "Retain", "u2", WIDGET, {"observed": True})
+    assert retain["request"]["observedObject"] == {"observed": True}
+    unsupported = {**webhook("h", ["*"], ["*"]), "interpreterContextVersions": ["v9"]}
+    [old] = hooks.parse_configuration(configuration("c", unsupported))
+    with pytest.raises(hooks.WebhookError, match="accepts none"):
+        hooks.request(old, "Retain", "u", WIDGET, None)
+
+
+def answer(uid: str, **response: Any) -> Obj:
+    return {"response": {"uid": uid, "successful": True, **response}}
+
+
+def test_responses() -> None:
+    [hook] = hooks.parse_configuration(configuration("c", webhook("h", ["*"], ["*"])))
+    assert hooks.health(hook, "u", answer("u", healthy=False)) is False
+    assert hooks.status(hook, "u", answer("u", rawStatus={"ready": 1})) == {"ready": 1}
+    assert hooks.status(hook, "u", answer("u")) is None
+    ops = [{"op": "replace", "path": "/spec/replicas", "value": 5}]
+    patch = base64.b64encode(json.dumps(ops).encode()).decode()
+    retained = hooks.retained(hook, "u", answer("u", patch=patch, patchType="JSONPatch"), WIDGET)
+    assert retained["spec"] == {"replicas": 5}
+    assert WIDGET["spec"] == {"replicas": 2}
+    with pytest.raises(hooks.WebhookError, match="uid mismatch"):
+        hooks.health(hook, "u", answer("v", healthy=True))
+    with pytest.raises(hooks.WebhookError, match="refused: nope \\(code 500\\)"):
+        hooks.health(
+            hook,
+            "u",
+            {
+                "response": {
+                    "uid": "u",
+                    "successful": False,
+                    "status": {"message": "nope", "code": 500},
+                }
+            },
+        )
+    with pytest.raises(hooks.WebhookError, match="without `healthy`"):
+        hooks.health(hook, "u", answer("u"))
+    with pytest.raises(hooks.WebhookError, match="unusable patch"):
+        hooks.retained(hook, "u", answer("u", patch="!!"), WIDGET)
+
+
+def test_json_patch_operations() -> None:
+    doc = {"a": {"b": [1, 2]}, "c": "x"}
+    patched = apply_patch(
+        doc,
+        [
+            {"op": "add", "path": "/a/b/-", "value": 3},
+            {"op": "add", "path": "/a/b/0", "value": 0},
+            {"op": "remove", "path": "/c"},
+            {"op": "replace", "path": "/a/b/1", "value": 10},
+            {"op": "copy", "from": "/a/b", "path": "/d"},
+            {"op": "move", "from": "/d", "path": "/e~1f"},
+            {"op": "test", "path": "/e~1f/0", "value": 0},
+        ],
+    )
+    assert patched == {"a": {"b": [0, 10, 2, 3]}, "e/f": [0, 10, 2, 3]}
+    for bad in (
+        [{"op": "remove", "path": "/missing"}],
+        [{"op": "test", "path": "/a", "value": 1}],
+        [{"op": "add", "path": "/a/b/9", "value": 1}],
+        [{"op": "jump", "path": "/a"}],
+        {"op": "add"},
+    ):
+        with pytest.raises(PatchError):
+            apply_patch({"a": {"b": []}}, bad)
