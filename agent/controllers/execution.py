@@ -382,8 +382,8 @@ class ExecutionController(WorkController):
                 # Refused before any request: the manifest has to change.
                 outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
             except InterpretError as exc:
-                # A failing Retain script: the customization may be fixed, so retry.
-                outcome.errors.append((manifest.ordinal, f"{manifest.description}: {exc}"))
+                # A failing Retain script or webhook: it may be fixed or answer later, so retry.
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
                 outcome.retryable = True
             except OwnershipError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
