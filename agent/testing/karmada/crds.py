@@ -16,8 +16,6 @@ import yaml
 
 JSON = dict[str, Any]
 
-_STRING: JSON = {"type": "string"}
-
 # Karmada's own API groups, as its chart installs them (the control plane's full set).
 PUBLISHED = (
     "policy.karmada.io_propagationpolicies.yaml",
@@ -73,59 +71,11 @@ def published_crds() -> list[JSON]:
     return [load(name) for name in PUBLISHED]
 
 
-def _open_crd(group: str, kind: str, plural: str, short_names: list[str]) -> JSON:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "names": {
-                "kind": kind,
-                "listKind": f"{kind}List",
-                "plural": plural,
-                "singular": kind.lower(),
-                "shortNames": short_names,
-                "categories": ["karmada-io"],
-            },
-            "scope": "Cluster",
-            "versions": [
-                {
-                    "name": "v1alpha1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                            "properties": {
-                                "apiVersion": _STRING,
-                                "kind": _STRING,
-                                "metadata": {"type": "object"},
-                            },
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 def interpreter_crds() -> list[JSON]:
-    """The config.karmada.io types the agent lists and watches (their bodies left open here)."""
+    """The config.karmada.io types the agent lists and watches, as published."""
     return [
-        _open_crd(
-            "config.karmada.io",
-            "ResourceInterpreterCustomization",
-            "resourceinterpretercustomizations",
-            ["ric"],
-        ),
-        _open_crd(
-            "config.karmada.io",
-            "ResourceInterpreterWebhookConfiguration",
-            "resourceinterpreterwebhookconfigurations",
-            [],
-        ),
+        load("config.karmada.io_resourceinterpretercustomizations.yaml"),
+        load("config.karmada.io_resourceinterpreterwebhookconfigurations.yaml"),
     ]
 
 
