@@ -155,6 +155,7 @@ class Emulator:
         self._controllers.clear()
         await self.faults.close()
         await self.server.stop()
+        await self.api.admission.client.aclose()
 
     def _controller_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():

@@ -85,18 +85,27 @@ class WebhookClient:
     def __init__(self, services: dict[str, str] | None = None) -> None:
         # "<namespace>/<name>" of a Service -> "host:port" the emulator can reach.
         self.services: dict[str, str] = dict(services or {})
-        self._contexts: dict[str, ssl.SSLContext] = {}
+        # Connections are kept and reused, as kube-apiserver's webhook clients do: one client
+        # per trust bundle and certificate name (and event loop).
+        self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
 
-    def _ssl(self, ca_bundle: str) -> ssl.SSLContext:
-        ctx = self._contexts.get(ca_bundle)
-        if ctx is None:
+    def _client(self, ca_bundle: str, server_name: str) -> httpx.AsyncClient:
+        key = (ca_bundle, server_name, id(asyncio.get_running_loop()))
+        client = self._clients.get(key)
+        if client is None:
             if ca_bundle:
                 pem = base64.b64decode(ca_bundle).decode()
-                ctx = ssl.create_default_context(cadata=pem)
+                context = ssl.create_default_context(cadata=pem)
             else:
-                ctx = ssl.create_default_context()
-            self._contexts[ca_bundle] = ctx
-        return ctx
+                context = ssl.create_default_context()
+            client = httpx.AsyncClient(verify=context, trust_env=False, timeout=None)
+            self._clients[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
 
     async def call(self, hook: JSON, request: JSON, *, mutating: bool) -> Answer:
         name = str(hook.get("name"))
@@ -115,41 +124,39 @@ class WebhookClient:
             "request": request,
         }
         try:
-            context = self._ssl(str(config.get("caBundle") or ""))
+            client = self._client(str(config.get("caBundle") or ""), target.server_name)
         except (ValueError, ssl.SSLError) as exc:
             raise CallingError(name, f"could not get REST client: {exc}") from exc
-        body = await self._post(name, target, context, review, timeout)
+        body = await _post(name, client, target, review, timeout)
         return _verify(name, body, request["uid"], version, mutating)
 
-    async def _post(
-        self, name: str, target: Target, context: ssl.SSLContext, review: JSON, timeout: int
-    ) -> Any:
-        host = f"[{target.host}]" if ":" in target.host else target.host
-        shown = f'Post "{target.url}"'
-        try:
-            async with (
-                asyncio.timeout(timeout),
-                httpx.AsyncClient(verify=context, trust_env=False, timeout=None) as client,
-            ):
-                resp = await client.post(
-                    f"https://{host}:{target.port}{target.path}",
-                    content=json.dumps(review).encode(),
-                    headers={"content-type": "application/json", "accept": "application/json"},
-                    extensions={"sni_hostname": target.server_name},
-                )
-        except TimeoutError as exc:
-            raise CallingError(
-                name, f"failed to call webhook: {shown}: context deadline exceeded"
-            ) from exc
-        except httpx.HTTPError as exc:
-            detail = _dial_error(exc, target)
-            raise CallingError(name, f"failed to call webhook: {shown}: {detail}") from exc
-        if resp.status_code >= 300:
-            raise CallingError(name, f"failed to call webhook: {_status_error(resp)}")
-        try:
-            return resp.json()
-        except ValueError as exc:
-            raise CallingError(name, f"failed to call webhook: {exc}") from exc
+
+async def _post(
+    name: str, client: httpx.AsyncClient, target: Target, review: JSON, timeout: int
+) -> Any:
+    host = f"[{target.host}]" if ":" in target.host else target.host
+    shown = f'Post "{target.url}"'
+    try:
+        async with asyncio.timeout(timeout):
+            resp = await client.post(
+                f"https://{host}:{target.port}{target.path}",
+                content=json.dumps(review).encode(),
+                headers={"content-type": "application/json", "accept": "application/json"},
+                extensions={"sni_hostname": target.server_name},
+            )
+    except TimeoutError as exc:
+        raise CallingError(
+            name, f"failed to call webhook: {shown}: context deadline exceeded"
+        ) from exc
+    except httpx.HTTPError as exc:
+        detail = _dial_error(exc, target)
+        raise CallingError(name, f"failed to call webhook: {shown}: {detail}") from exc
+    if resp.status_code >= 300:
+        raise CallingError(name, f"failed to call webhook: {_status_error(resp)}")
+    try:
+        return resp.json()
+    except ValueError as exc:
+        raise CallingError(name, f"failed to call webhook: {exc}") from exc
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
