@@ -18,6 +18,7 @@ from typing import Any
 
 from agent.karmada import health, reflect
 from agent.karmada.names import HEALTHY, UNHEALTHY
+from agent.karmada.work import json_type
 
 from .customizations import (
     INTERPRET_HEALTH,
@@ -158,12 +159,6 @@ def without_server_fields(obj: Obj) -> Obj:
 
 
 def _lua_type(value: Any) -> str:
-    if value is None:
-        return "nil"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    return "a table"
+    if isinstance(value, dict | list):
+        return "a table"
+    return "nil" if value is None else json_type(value)

@@ -73,7 +73,7 @@ class Manifest:
         return ident
 
 
-def _json_type(value: Any) -> str:
+def json_type(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -99,7 +99,7 @@ def _partial_label(ordinal: int, kind: Any, metadata: Any) -> str:
 
 def parse_manifest(ordinal: int, raw: Any) -> Manifest:
     if not isinstance(raw, dict):
-        raise ManifestError(f"manifest {ordinal} is not an object but {_json_type(raw)}")
+        raise ManifestError(f"manifest {ordinal} is not an object but {json_type(raw)}")
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     metadata = raw.get("metadata")
     label = _partial_label(ordinal, kind, metadata)

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import ssl
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from agent.testing.pki import CertificateAuthority
+from tests.testing.webhooks.server import serve_https
 
 JSON = dict[str, Any]
 
@@ -55,22 +53,7 @@ class InterpreterWebhook:
         return web.json_response(body)
 
     async def start(self) -> None:
-        cert_pem, key_pem = self.ca.issue("webhook", ips=("127.0.0.1",), usage="server")
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            cert.write_bytes(cert_pem)
-            key.write_bytes(key_pem)
-            ctx.load_cert_chain(cert, key)
-        app = web.Application()
-        app.router.add_post("/{path}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._runner, self.port = await serve_https(self._handle, self.ca)
 
     async def stop(self) -> None:
         self._stopped.set()

@@ -100,7 +100,18 @@ def service(name: str, namespace: str = "default") -> JsonDict:
     }
 
 
-def crd(group: str = "example.io", kind: str = "Widget", plural: str = "widgets") -> JsonDict:
+def crd(
+    group: str = "example.io",
+    kind: str = "Widget",
+    plural: str = "widgets",
+    *,
+    version: str = "v1",
+    status: bool = False,
+) -> JsonDict:
+    """A namespaced CRD keeping every field; with `status`, a status subresource."""
+    served: JsonDict = {"name": version, "served": True, "storage": True}
+    if status:
+        served["subresources"] = {"status": {}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -116,9 +127,7 @@ def crd(group: str = "example.io", kind: str = "Widget", plural: str = "widgets"
             },
             "versions": [
                 {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
+                    **served,
                     "schema": {
                         "openAPIV3Schema": {
                             "type": "object",

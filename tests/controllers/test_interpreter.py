@@ -9,40 +9,14 @@ from typing import Any
 from agent.karmada import names
 from agent.kube.client import GVR
 from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
+from tests.interpreter.samples import customization as interpreter_customization
 
-from .test_execution_harness import CRDS, Pair, eventually, karmada_work, running_pair
+from .test_execution_harness import CRDS, Pair, crd, eventually, karmada_work, running_pair
 
 JsonDict = dict[str, Any]
 
 ROLLOUTS = GVR("argoproj.io", "v1alpha1", "rollouts")
 WIDGETS = GVR("example.io", "v1", "widgets")
-
-
-def crd(group: str, version: str, kind: str, plural: str) -> JsonDict:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{plural}.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"kind": kind, "plural": plural, "singular": kind.lower()},
-            "versions": [
-                {
-                    "name": version,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "x-kubernetes-preserve-unknown-fields": True,
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 def rollout() -> JsonDict:
@@ -63,21 +37,8 @@ def widget(replicas: int = 2) -> JsonDict:
     }
 
 
-def customization(name: str, **rules: str) -> JsonDict:
-    fields = {
-        "health": "healthInterpretation",
-        "reflect": "statusReflection",
-        "retain": "retention",
-    }
-    return {
-        "apiVersion": "config.karmada.io/v1alpha1",
-        "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": name},
-        "spec": {
-            "target": {"apiVersion": "example.io/v1", "kind": "Widget"},
-            "customizations": {fields[k]: {"luaScript": v} for k, v in rules.items()},
-        },
-    }
+def customization(name: str, **scripts: str) -> JsonDict:
+    return interpreter_customization(name, "example.io/v1", "Widget", **scripts)
 
 
 async def install(pair: Pair, definition: JsonDict, gvr: GVR) -> None:
@@ -109,7 +70,11 @@ def entry(work: JsonDict, ordinal: int = 0) -> JsonDict:
 
 async def test_bundled_customization_reports_an_argo_rollout() -> None:
     async with running_pair("execution", "workStatus") as pair:
-        await install(pair, crd("argoproj.io", "v1alpha1", "Rollout", "rollouts"), ROLLOUTS)
+        await install(
+            pair,
+            crd("argoproj.io", "Rollout", "rollouts", version="v1alpha1", status=True),
+            ROLLOUTS,
+        )
         await pair.create_work(karmada_work("rollout", [rollout()]))
         # No status yet: the bundled rule says Unhealthy, where no rule would say Healthy.
         await pair.wait_work("rollout", lambda w: entry(w).get("health") == names.UNHEALTHY)
@@ -143,7 +108,7 @@ async def test_control_plane_customizations_apply_without_restart() -> None:
     health = "function InterpretHealth(o) return (o.status or {}).ready == o.spec.replicas end"
     reflect = "function ReflectStatus(o) return {ready = (o.status or {}).ready or 0} end"
     async with running_pair("execution", "workStatus") as pair:
-        await install(pair, crd("example.io", "v1", "Widget", "widgets"), WIDGETS)
+        await install(pair, crd(status=True), WIDGETS)
         await pair.create_work(karmada_work("widget", [widget()]))
         await pair.wait_work("widget", lambda w: entry(w).get("health") == names.HEALTHY)
         await set_status(pair, WIDGETS, "w", {"ready": 1})
@@ -208,7 +173,7 @@ async def test_retain_keeps_the_members_value_and_a_failing_retain_fails_the_app
     end
     """
     async with running_pair("execution", "workStatus") as pair:
-        await install(pair, crd("example.io", "v1", "Widget", "widgets"), WIDGETS)
+        await install(pair, crd(status=True), WIDGETS)
         await pair.karmada.create(
             RESOURCE_INTERPRETER_CUSTOMIZATIONS, customization("keep", retain=retain)
         )

@@ -20,8 +20,8 @@ from agent.resources import RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS
 from agent.testing.pki import CertificateAuthority
 
 from .interpreter_webhook_server import InterpreterWebhook, configuration
-from .test_execution_harness import eventually, karmada_work, running_pair
-from .test_interpreter import WIDGETS, crd, entry, install, set_status, widget
+from .test_execution_harness import crd, eventually, karmada_work, running_pair
+from .test_interpreter import WIDGETS, entry, install, set_status, widget
 
 JSON = dict[str, Any]
 
@@ -174,7 +174,7 @@ async def test_a_work_reports_what_the_webhook_says() -> None:
         server.answer("health", lambda req: {"successful": True, "healthy": False})
         server.answer("status", lambda req: {"successful": True, "rawStatus": {"from": "webhook"}})
         async with running_pair("execution", "workStatus") as pair:
-            await install(pair, crd("example.io", "v1", "Widget", "widgets"), WIDGETS)
+            await install(pair, crd(status=True), WIDGETS)
             await pair.create_work(karmada_work("widget", [widget()]))
             await pair.wait_work("widget", lambda w: entry(w).get("health") == names.HEALTHY)
             await pair.karmada.create(

@@ -11,24 +11,9 @@ from agent.interpreter.customizations import CustomizationSet, bundled
 from agent.karmada import names
 from agent.karmada.reflect import ReflectError
 
+from .samples import customization
+
 Obj = dict[str, Any]
-
-
-def customization(name: str, api_version: str, kind: str, **scripts: str) -> Obj:
-    fields = {
-        "health": "healthInterpretation",
-        "reflect": "statusReflection",
-        "retain": "retention",
-    }
-    return {
-        "apiVersion": "config.karmada.io/v1alpha1",
-        "kind": "ResourceInterpreterCustomization",
-        "metadata": {"name": name},
-        "spec": {
-            "target": {"apiVersion": api_version, "kind": kind},
-            "customizations": {fields[k]: {"luaScript": v} for k, v in scripts.items()},
-        },
-    }
 
 
 def widget(ready: int = 1, replicas: int = 1) -> Obj:

@@ -33,6 +33,31 @@ def json_patch(ops: Sequence[JSON], **extra: Any) -> JSON:
     return {"allowed": True, "patchType": "JSONPatch", "patch": patch, **extra}
 
 
+async def serve_https(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+    ca: CertificateAuthority,
+    dns_names: Sequence[str] = (),
+) -> tuple[web.AppRunner, int]:
+    """Serve POST /{path} with `handler` over HTTPS on 127.0.0.1 (a certificate from `ca` for
+    127.0.0.1 and `dns_names`); the runner (to clean up) and the port."""
+    cert_pem, key_pem = ca.issue("webhook", dns_names=dns_names, ips=("127.0.0.1",), usage="server")
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    with tempfile.TemporaryDirectory() as tmp:
+        cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
+        cert.write_bytes(cert_pem)
+        key.write_bytes(key_pem)
+        ctx.load_cert_chain(cert, key)
+    app = web.Application()
+    app.router.add_post("/{path}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ctx)
+    await site.start()
+    server = site._server
+    assert server is not None
+    return runner, server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+
+
 class WebhookServer:
     def __init__(self, ca: CertificateAuthority, dns_names: Sequence[str] = ("localhost",)) -> None:
         self.ca = ca
@@ -78,24 +103,7 @@ class WebhookServer:
         return web.json_response(body)
 
     async def start(self) -> None:
-        cert_pem, key_pem = self.ca.issue(
-            "webhook", dns_names=self.dns_names, ips=("127.0.0.1",), usage="server"
-        )
-        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp) / "tls.crt", Path(tmp) / "tls.key"
-            cert.write_bytes(cert_pem)
-            key.write_bytes(key_pem)
-            ctx.load_cert_chain(cert, key)
-        app = web.Application()
-        app.router.add_post("/{path}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=ctx)
-        await site.start()
-        server = site._server
-        assert server is not None
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        self._runner, self.port = await serve_https(self._handle, self.ca, self.dns_names)
 
     async def stop(self) -> None:
         if self._runner is not None:
