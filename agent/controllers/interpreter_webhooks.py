@@ -13,9 +13,11 @@ an Event at every reconcile. The first success after that is logged too.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import structlog
@@ -32,6 +34,7 @@ from agent.kube.transport import RetryPolicy, Transport
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
+T = TypeVar("T")
 # (webhook name, url, operation, apiVersion, kind)
 _FailureKey = tuple[str, str, str, str, str]
 
@@ -139,10 +142,17 @@ class AgentInterpreter:
             str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""), operation
         )
 
+    async def _locally(self, fn: Callable[..., T], operation: str, *objs: JsonDict) -> T:
+        """`fn` of the interpreter; scripts run in a worker thread (lupa releases the GIL), so
+        that a script using up its budget never holds up the event loop."""
+        if self.interpreter.runs_script(objs[0], operation):
+            return await asyncio.to_thread(fn, *objs)
+        return fn(*objs)
+
     async def interpret_health(self, obj: JsonDict) -> str:
         webhook = self._webhook(obj, INTERPRET_HEALTH)
         if webhook is None:
-            return self.interpreter.interpret_health(obj)
+            return await self._locally(self.interpreter.interpret_health, INTERPRET_HEALTH, obj)
         uid, answer = await self.caller.call(webhook, INTERPRET_HEALTH, obj, None)
         try:
             return HEALTHY if hooks.health(webhook, uid, answer) else UNHEALTHY
@@ -152,7 +162,7 @@ class AgentInterpreter:
     async def reflect_status(self, obj: JsonDict) -> JsonDict | None:
         webhook = self._webhook(obj, REFLECT_STATUS)
         if webhook is None:
-            return self.interpreter.reflect_status(obj)
+            return await self._locally(self.interpreter.reflect_status, REFLECT_STATUS, obj)
         try:
             uid, answer = await self.caller.call(webhook, REFLECT_STATUS, obj, None)
             try:
@@ -165,7 +175,7 @@ class AgentInterpreter:
     async def retain(self, desired: JsonDict, observed: JsonDict) -> JsonDict:
         webhook = self._webhook(desired, RETAIN)
         if webhook is None:
-            return self.interpreter.retain(desired, observed)
+            return await self._locally(self.interpreter.retain, RETAIN, desired, observed)
         uid, answer = await self.caller.call(webhook, RETAIN, desired, observed)
         try:
             return without_server_fields(hooks.retained(webhook, uid, answer, desired))

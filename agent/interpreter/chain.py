@@ -14,6 +14,7 @@ default interpreter (agent.karmada.health and reflect). The operations the agent
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from agent.karmada import health, reflect
@@ -75,6 +76,8 @@ class Interpreter:
         self.webhooks = WebhookSet()
         # One sandboxed state per script, reused while the script is unchanged.
         self._scripts: dict[tuple[str, str, str], LuaScript] = {}
+        # The operations may be called from worker threads (scripts run outside the event loop).
+        self._lock = threading.Lock()
 
     def _customization(self, obj: Obj, operation: str) -> Customization | None:
         return self.customizations.lookup(
@@ -84,17 +87,22 @@ class Interpreter:
     def _run(self, customization: Customization, operation: str, *args: Obj) -> Any:
         source = customization.scripts[operation]
         key = (customization.origin + ":" + customization.name, operation, source)
-        script = self._scripts.get(key)
-        if script is None:
-            # A changed or removed customization leaves its old states behind: drop them.
-            for stale in [k for k in self._scripts if k[:2] == key[:2]]:
-                del self._scripts[stale]
-            script = LuaScript(source, f"{customization.name}.{operation}", HELPERS)
-            self._scripts[key] = script
+        with self._lock:
+            script = self._scripts.get(key)
+            if script is None:
+                # A changed or removed customization leaves its old states behind: drop them.
+                for stale in [k for k in self._scripts if k[:2] == key[:2]]:
+                    del self._scripts[stale]
+                script = LuaScript(source, f"{customization.name}.{operation}", HELPERS)
+                self._scripts[key] = script
         try:
             return script.call(operation, *args)[0]
         except (ScriptError, IndexError) as exc:
             raise InterpretError(customization.describe(), operation, str(exc)) from None
+
+    def runs_script(self, obj: Obj, operation: str) -> bool:
+        """A customization's script, not a built-in rule, performs `operation` on `obj`."""
+        return self._customization(obj, operation) is not None
 
     def has_user_customization(self, obj: Obj, operation: str) -> bool:
         customization = self._customization(obj, operation)

@@ -18,6 +18,7 @@ same path it becomes that again, else the field is dropped; an empty top-level r
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -216,6 +217,7 @@ class LuaScript:
         }
         self._runtime: Any = None
         self._call: Any = None
+        self._lock = threading.Lock()
 
     def _start(self) -> None:
         runtime = lua54.LuaRuntime(
@@ -247,7 +249,17 @@ class LuaScript:
 
     def call(self, function: str, *args: JsonValue) -> list[JsonValue]:
         """Call `function` with `args` (JSON values); its return values as JSON values, empty
-        tables as `[]`. Raises ScriptError; after a failure the next call starts a fresh state."""
+        tables as `[]`. Raises ScriptError; after a failure the next call starts a fresh state.
+        Callable from any thread; calls of one script take turns."""
+        with self._lock:
+            result = self._call_locked(function, args)
+        try:
+            values = json.loads(result)
+        except ValueError as exc:
+            raise ScriptError(f"the result is not convertible: {exc}") from None
+        return list(values)
+
+    def _call_locked(self, function: str, args: tuple[JsonValue, ...]) -> str:
         try:
             if self._runtime is None:
                 self._start()
@@ -266,11 +278,7 @@ class LuaScript:
         if not ok:
             self._runtime = None
             raise ScriptError(_describe_message(str(result)))
-        try:
-            values = json.loads(result)
-        except ValueError as exc:
-            raise ScriptError(f"the result is not convertible: {exc}") from None
-        return list(values)
+        return str(result)
 
 
 def _describe(exc: BaseException) -> str:

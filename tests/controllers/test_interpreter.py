@@ -3,9 +3,14 @@ and status their customizations (bundled, or the control plane's, hot-reloaded) 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
+import pytest
+
+from agent.controllers.interpreter_webhooks import AgentInterpreter
+from agent.interpreter import Interpreter, InterpretError
 from agent.karmada import names
 from agent.kube.client import GVR
 from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
@@ -206,3 +211,22 @@ async def test_retain_keeps_the_members_value_and_a_failing_retain_fails_the_app
         [applied] = [c for c in done["status"]["conditions"] if c["type"] == "Applied"]
         assert 'ResourceInterpreterCustomization "keep" failed in Retain' in applied["message"]
         assert "no luck" in applied["message"]
+
+
+async def test_a_looping_script_does_not_hold_up_the_event_loop() -> None:
+    chain = AgentInterpreter(Interpreter())
+    chain.interpreter.customizations.put(
+        customization("loop", health="function InterpretHealth() while true do end end")
+    )
+    loop = asyncio.get_running_loop()
+    started = last = loop.time()
+    task = asyncio.create_task(chain.interpret_health({**widget(), "status": {}}))
+    longest = 0.0
+    while not task.done():
+        await asyncio.sleep(0)
+        now = loop.time()
+        longest, last = max(longest, now - last), now
+    with pytest.raises(InterpretError, match="budget"):
+        task.result()
+    # The script ran for its whole budget; the loop kept turning meanwhile.
+    assert longest < (loop.time() - started) / 4
