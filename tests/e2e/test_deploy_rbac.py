@@ -28,6 +28,10 @@ CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 SECRETS = GVR("", "v1", "secrets")
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 CONFIGMAPS = GVR("", "v1", "configmaps")
+CUSTOMIZATIONS = GVR("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")
+WEBHOOK_CONFIGURATIONS = GVR(
+    "config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations"
+)
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 
@@ -158,13 +162,33 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
                 "metadata": {"name": "rbac-probe", "namespace": "default"},
                 "data": {"k": "v"},
             }
+            # The agent reads the interpreter configuration: a customization of the control
+            # plane's decides the ConfigMap's health.
+            await admin.create(
+                CUSTOMIZATIONS,
+                {
+                    "apiVersion": "config.karmada.io/v1alpha1",
+                    "kind": "ResourceInterpreterCustomization",
+                    "metadata": {"name": "configmaps"},
+                    "spec": {
+                        "target": {"apiVersion": "v1", "kind": "ConfigMap"},
+                        "customizations": {
+                            "healthInterpretation": {
+                                "luaScript": "function InterpretHealth(o) return o.data.k == 'ok' end"
+                            }
+                        },
+                    },
+                },
+            )
+            assert (await as_agent.list(WEBHOOK_CONFIGURATIONS))["items"] == []
             await admin.create(
                 WORKS, control_plane_work(CLUSTER, "rbac-probe", [config]), namespace=ES
             )
 
             async def applied_with_status() -> bool:
                 work = await work_applied(admin, CLUSTER, "rbac-probe")
-                return bool(work and work["status"].get("manifestStatuses"))
+                statuses = (work or {}).get("status", {}).get("manifestStatuses") or []
+                return bool(statuses) and statuses[0]["health"] == "Unhealthy"
 
             await eventually(applied_with_status, what="the Work to be Applied with status")
             live = await member_client.get(CONFIGMAPS, "rbac-probe", namespace="default")
