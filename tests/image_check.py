@@ -352,6 +352,14 @@ def replay(failures: Failures, workdir: Path) -> Path | None:
     return root
 
 
+LUA_PROBE = """
+from agent.interpreter import Interpreter
+rollout = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "r"},
+           "spec": {}, "status": {"phase": "Degraded"}}
+print(Interpreter().interpret_health(rollout))
+"""
+
+
 def check_image(failures: Failures, expected_version: str, root: Path, workdir: Path) -> None:
     """What the built image holds and does."""
     venv = root / VENV_PATH.lstrip("/")
@@ -390,6 +398,13 @@ def check_image(failures: Failures, expected_version: str, root: Path, workdir: 
             shown.returncode == 0 and "--cluster-name" in shown.stdout,
             f"{executable} --help: exit {shown.returncode}, {shown.stderr.strip()[-500:]!r}",
         )
+    # Lua (lupa's compiled module) and the bundled customizations are in the image.
+    lua = run([str(venv / "bin" / "python"), "-c", LUA_PROBE], cwd=workdir)
+    failures.check(
+        lua.returncode == 0 and lua.stdout.strip() == "Unhealthy",
+        f"the bundled Rollout customization in the image: exit {lua.returncode}, "
+        f"{lua.stdout.strip()!r} {lua.stderr.strip()[-500:]!r}",
+    )
     invalid = run([str(script), "--cluster-name=Not_Valid"], cwd=workdir)
     failures.check(
         invalid.returncode == 1 and "--cluster-name" in invalid.stderr,
