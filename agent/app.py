@@ -26,6 +26,7 @@ from agent.connections import KubeconfigReloader, load_karmada_config, load_memb
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
 from agent.controllers.member_objects import MemberObjects
+from agent.controllers.offline import OfflineServing
 from agent.events import EventRecorder
 from agent.karmada.names import leader_election_id
 from agent.kube.client import KubeClient
@@ -80,6 +81,9 @@ class Agent:
         self.events: EventRecorder | None = None
         self.reloader: KubeconfigReloader | None = None
         self.leading = asyncio.Event()
+        # Serving the recorded Works while registration cannot reach the control plane.
+        self.offline: OfflineServing | None = None
+        self._offline_events: EventRecorder | None = None
         self.lost_leadership = False
 
     # --- readiness ---------------------------------------------------------------------------
@@ -189,6 +193,12 @@ class Agent:
         return None
 
     async def _register(self, member_config: ClientConfig) -> bool:
+        try:
+            return await self._register_until_done(member_config)
+        finally:
+            await self._end_offline()
+
+    async def _register_until_done(self, member_config: ClientConfig) -> bool:
         assert self.karmada is not None
         assert self.member is not None
         delay = 1.0
@@ -202,6 +212,8 @@ class Agent:
                     self.log.error("registration failed", error=str(exc))
                     return False
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
+                if self.offline is None:
+                    await self._start_offline()
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, REGISTRATION_RETRY_MAX)
                 continue
@@ -211,6 +223,41 @@ class Agent:
                 execution_namespace=f"karmada-es-{self.options.cluster_name}",
             )
             return True
+
+    async def _start_offline(self) -> None:
+        """Serve the recorded Works until registration succeeds (agent.controllers.offline)."""
+        assert self.karmada is not None
+        assert self.member is not None
+        member_objects = MemberObjects(self.member, self.options)
+        self._offline_events = EventRecorder(
+            KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
+        )
+        ctx = AgentContext(
+            options=self.options,
+            cluster_name=self.options.cluster_name,
+            karmada=self.karmada,
+            member=self.member,
+            karmada_mapper=RESTMapper(self.karmada),
+            member_mapper=RESTMapper(self.member),
+            member_objects=member_objects,
+            events=self._offline_events,
+            metrics=self.metrics,
+        )
+        self.offline = OfflineServing(ctx, [member_objects])
+        if not await self.offline.start(ctx.work_records()):
+            self.log.info("no recorded Works to serve while the control plane is unreachable")
+
+    async def _end_offline(self) -> None:
+        """Stop serving the record; report the status it queued, one write per Work."""
+        offline, events = self.offline, self._offline_events
+        if offline is None:
+            return
+        await offline.stop()
+        if events is not None:
+            await events.stop()
+        if self.registration is not None and self.karmada is not None:
+            writes = await offline.report(self.karmada)
+            self.log.info("status observed while offline reported", works=writes)
 
     def _context(self) -> tuple[AgentContext, list[Runnable]]:
         assert self.karmada is not None

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .controllers.member_objects import MemberObjects
     from .controllers.slice_reports import MemberSlices
     from .controllers.work_informer import ClusterWatch, WorkInformer
+    from .controllers.work_record import WorkRecords
     from .events import EventRecorder
     from .metrics import AgentMetrics
 
@@ -59,6 +60,23 @@ class AgentContext:
     _work_informer: WorkInformer | None = field(default=None, init=False, repr=False)
     _member_slices: MemberSlices | None = field(default=None, init=False, repr=False)
     _link: ControlPlaneLink | None = field(default=None, init=False, repr=False)
+    _records: WorkRecords | None = field(default=None, init=False, repr=False)
+
+    def work_records(self) -> WorkRecords:
+        """The durable record of the applied Works, in the agent's namespace on the member."""
+        if self._records is None:
+            from .controllers.work_record import WorkRecords
+
+            self._records = WorkRecords(
+                self.member, self.options.karmada_kubeconfig_namespace, self.cluster_name
+            )
+        return self._records
+
+    def use_sources(self, works: WorkInformer, cluster: ClusterWatch) -> None:
+        """Serve these Works and this Cluster in place of the control plane's watches (the
+        recorded ones while the control plane is unreachable)."""
+        self._work_informer = works
+        self._cluster_watch = cluster
 
     def control_plane_link(self) -> ControlPlaneLink:
         """What the heartbeat learns about the link to the control plane (long outages), for

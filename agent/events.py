@@ -27,6 +27,7 @@ import structlog
 
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
+from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
 
 log = structlog.get_logger(__name__)
@@ -284,7 +285,9 @@ class EventRecorder:
             except AlreadyExistsError:
                 series.created = True
             except KubeError as exc:
-                log.warning(
+                # An unreachable control plane is reported once, by its Reachability.
+                report = log.info if is_unreachable(exc) else log.warning
+                report(
                     "event not written",
                     reason=series.body.get("reason"),
                     namespace=series.namespace,

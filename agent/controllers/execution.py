@@ -88,6 +88,7 @@ from .work_informer import (
     status_of,
     without_status,
 )
+from .work_record import save_quietly
 from .work_status import by_ordinal, is_first_report, manifest_status, record_status_events
 
 log = structlog.get_logger(__name__)
@@ -175,6 +176,9 @@ class ExecutionController(WorkController):
         # Works refused because another Work manages the object: (that owner, the Works).
         self._blocked: dict[ObjectKey, tuple[tuple[str, str] | None, set[str]]] = {}
         self.guard = DeletionGuard(ctx, self.works, self.cluster)
+        # What was applied, kept on the member for an agent that starts while the control plane
+        # is unreachable (agent.controllers.offline).
+        self.records = ctx.work_records()
         # Works whose finalizer this process removes (or is removing): their deletion is ours.
         self._finalized: set[str] = set()
 
@@ -268,10 +272,11 @@ class ExecutionController(WorkController):
 
     async def reconcile(self, name: str) -> Result | None:
         work = self.works.get(name)
+        wlog = self.log.bind(work=f"{self.namespace}/{name}")
         if work is None:
             self._forget(name)
+            await self._drop_record(name, wlog)
             return None
-        wlog = self.log.bind(work=f"{self.namespace}/{name}")
         if is_deleting(work):
             return await self._handle_deletion(work, wlog)
 
@@ -285,7 +290,9 @@ class ExecutionController(WorkController):
             )
         if is_suspended(work):
             if changed:
-                await self.works.patch_status(work, {"conditions": conds})
+                work = await self.works.patch_status(work, {"conditions": conds})
+            # Recorded too: an agent serving the record must not apply a suspended Work.
+            await save_quietly(self.records, work, wlog)
             return None
         if not self.cluster.ready:
             # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
@@ -315,7 +322,9 @@ class ExecutionController(WorkController):
             changed = True
             record_status_events(self.ctx.events, work, previous, entries, outcome.health_problems)
         if changed:
-            await self.works.patch_status(work, status)
+            work = await self.works.patch_status(work, status)
+        if outcome.applied:
+            await save_quietly(self.records, work, wlog)
         if ok:
             self.ctx.events.record(
                 work,
@@ -609,7 +618,14 @@ class ExecutionController(WorkController):
             self._finalized.discard(name)
             raise
         self._forget(name)
+        await self._drop_record(name, wlog)
         return None
+
+    async def _drop_record(self, name: str, wlog: Any) -> None:
+        try:
+            await self.records.delete(name)
+        except KubeError as exc:
+            wlog.warning("Work record not deleted", error=str(exc))
 
     async def _owned_objects(
         self, work: JsonDict, wlog: Any

@@ -142,6 +142,12 @@ class Reflector:
             return False
         return True
 
+    def seed(self, objects: list[JsonDict]) -> None:
+        """Fill the store from elsewhere than a list (a reflector that will not run), and count
+        it as synced."""
+        self._replace([self.store.prepare(obj) for obj in objects])
+        self._synced.set()
+
     def observe(self, obj: JsonDict) -> None:
         """Take in an object that a write of ours returned, as if the watch had delivered it:
         store it and tell the handlers. The answer to a write can arrive before the watch events

@@ -82,6 +82,19 @@ def test_member_side_objects_and_names(leaf: tuple[str, list[Obj]]) -> None:
         {"nonResourceURLs": ["*"], "verbs": ["get"]},
     ]
     assert not [o for o in objects if o["kind"] == "Secret"], "credentials are never in deploy/"
+    records = find(objects, "Role", "karmada-agent-work-records")
+    assert records["metadata"]["namespace"] == "karmada-system"
+    assert records["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["secrets"],
+            "verbs": ["get", "list", "create", "update", "patch", "delete"],
+        }
+    ]
+    records_binding = find(objects, "RoleBinding", "karmada-agent-work-records")
+    assert records_binding["metadata"]["namespace"] == "karmada-system"
+    assert records_binding["roleRef"]["name"] == "karmada-agent-work-records"
+    assert records_binding["subjects"] == binding["subjects"]
 
 
 def test_deployment_is_hardened(leaf: tuple[str, list[Obj]]) -> None:
@@ -399,6 +412,7 @@ def test_member_parameters_can_be_overridden_on_top(tmp_path: Path) -> None:
 
 COMMENTED_FILES = [
     DEPLOY / "base" / "clusterrole.yaml",
+    DEPLOY / "base" / "work-records-role.yaml",
     *sorted((DEPLOY / "components" / "control-plane-rbac").glob("*.yaml")),
 ]
 

@@ -1,0 +1,206 @@
+"""Offline durability, end to end: an agent that starts while the control plane is unreachable
+serves the Works it recorded on the member (drift put back, health observed), then registers,
+reports what it observed in one status write per Work, and carries on by itself."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent.app import Agent, run
+from agent.controllers.work_record import CLUSTER_LABEL, RECORD_LABEL
+from agent.kube.client import GVR, KubeClient
+from agent.kube.errors import NotFoundError
+from agent.options import parse_options
+from agent.testing.emulator import run_emulator
+from agent.testing.works import control_plane_work
+
+from .support import client_for, cluster_ready, eventually, work_applied
+
+WORKS = GVR("work.karmada.io", "v1alpha1", "works")
+CONFIGMAPS = GVR("", "v1", "configmaps")
+DEPLOYMENTS = GVR("apps", "v1", "deployments")
+SECRETS = GVR("", "v1", "secrets")
+LEASES = GVR("coordination.k8s.io", "v1", "leases")
+CLUSTER = "member1"
+ES = f"karmada-es-{CLUSTER}"
+
+
+def configmap(name: str, data: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": data,
+    }
+
+
+def deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+
+
+@contextlib.asynccontextmanager
+async def running_agent(karmada_kc: Path, member_kc: Path) -> AsyncIterator[Agent]:
+    options = parse_options(
+        [
+            f"--karmada-kubeconfig={karmada_kc}",
+            f"--kubeconfig={member_kc}",
+            f"--cluster-name={CLUSTER}",
+            "--leader-elect=false",
+            "--cluster-status-update-frequency=1s",
+            "--cluster-lease-duration=4s",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+        ]
+    )
+    stop = asyncio.Event()
+    agents: list[Agent] = []
+    task = asyncio.create_task(
+        run(options, stop_event=stop, install_signal_handlers=False, on_agent=agents.append)
+    )
+    try:
+        await eventually(lambda: _true(bool(agents)), what="the agent created")
+        yield agents[0]
+        assert not task.done(), f"the agent exited with {task.result()}"
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 30) == 0
+
+
+async def _true(value: bool) -> bool:
+    return value
+
+
+async def records(member: KubeClient) -> set[str]:
+    try:
+        listed = await member.list(
+            SECRETS,
+            namespace="karmada-system",
+            label_selector=f"{RECORD_LABEL}=work,{CLUSTER_LABEL}={CLUSTER}",
+        )
+    except NotFoundError:
+        return set()
+    return {s["metadata"]["annotations"]["karmada-agent.io/work"] for s in listed["items"]}
+
+
+async def healthy(admin: KubeClient, name: str) -> bool:
+    work = await admin.get(WORKS, name, namespace=ES)
+    statuses = (work.get("status") or {}).get("manifestStatuses") or []
+    return bool(statuses) and all(s.get("health") == "Healthy" for s in statuses)
+
+
+async def configmap_data(member: KubeClient, name: str) -> dict[str, str] | None:
+    try:
+        return dict((await member.get(CONFIGMAPS, name, namespace="default"))["data"])
+    except NotFoundError:
+        return None
+
+
+@pytest.mark.timeout(120)
+async def test_agent_started_during_an_outage_serves_its_record(tmp_path: Path) -> None:
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=CLUSTER) as member_emu,
+    ):
+        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
+        member_kc = member_emu.write_kubeconfig(tmp_path / "member")
+        admin = await client_for(karmada_kc)
+        member = await client_for(member_kc)
+        try:
+            async with running_agent(karmada_kc, member_kc):
+                await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
+                web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
+                await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
+                cfg = [configmap("cfg", {"level": "1"})]
+                await admin.create(WORKS, control_plane_work(CLUSTER, "cfg", cfg), namespace=ES)
+                for name in ("web", "cfg"):
+                    await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
+                await eventually(lambda: healthy(admin, "web"), what="web healthy")
+                await eventually(
+                    lambda: _true_when(records(member), {"web", "cfg"}), what="records written"
+                )
+
+            # The agent is down; the control plane goes away; the member drifts.
+            await cp.faults.go_offline()
+            await member.delete(CONFIGMAPS, "web-config", namespace="default")
+            await member.patch(
+                CONFIGMAPS, "cfg", {"data": {"level": "9"}}, patch_type="merge", namespace="default"
+            )
+            await member.patch(
+                DEPLOYMENTS,
+                "web",
+                {"spec": {"replicas": 5}},
+                patch_type="merge",
+                namespace="default",
+            )
+
+            async with running_agent(karmada_kc, member_kc) as agent:
+                # Served from the record while the control plane stays unreachable.
+                await eventually(
+                    lambda: _true_when(configmap_data(member, "web-config"), {"mode": "fast"}),
+                    timeout=30,
+                    what="web-config put back offline",
+                )
+                await eventually(
+                    lambda: _true_when(configmap_data(member, "cfg"), {"level": "1"}),
+                    what="cfg put back offline",
+                )
+
+                async def replicas() -> int:
+                    obj = await member.get(DEPLOYMENTS, "web", namespace="default")
+                    return int(obj["spec"]["replicas"])
+
+                await eventually(lambda: _true_when(replicas(), 2), what="web scaled back")
+                assert agent.registration is None
+                assert agent.offline is not None
+                assert agent.offline.works is not None
+                # Health was observed: the status queued for the control plane says so.
+                queued = agent.offline.works.queued
+                await eventually(lambda: _true("web" in queued), what="web status queued")
+
+                writes_before = cp.accounting.counts(verb="patch", resource="works/status")
+                await cp.faults.come_back()
+
+                await eventually(
+                    lambda: _true(agent.manager is not None), timeout=40, what="registered"
+                )
+                assert agent.registration is not None
+                await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
+                lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+                renewed = lease["spec"]["renewTime"]
+
+                async def lease_renewed() -> bool:
+                    now = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+                    return bool(now["spec"]["renewTime"] != renewed)
+
+                await eventually(lease_renewed, timeout=15, what="the heartbeat resumed")
+                await eventually(lambda: healthy(admin, "web"), what="web reported healthy")
+                for name in ("web", "cfg"):
+                    assert await work_applied(admin, CLUSTER, name)
+                writes = cp.accounting.counts(verb="patch", resource="works/status") - writes_before
+                assert 1 <= writes <= 2, f"{writes} status writes for 2 Works"
+        finally:
+            await member.close()
+            await admin.close()
+
+
+async def _true_when(value: Any, expected: Any) -> bool:
+    return bool(await value == expected)
