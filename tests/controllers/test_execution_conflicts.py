@@ -169,7 +169,9 @@ async def test_dot_segment_names_are_refused_naming_the_field() -> None:
         assert "metadata.namespace: Invalid value: \"..\": may not be '..'" in message
         assert "may not contain '%'" in message
         await pair.idle(pair.execution)
-        # Only the good manifest reached the member; nothing was read or written elsewhere.
-        writes = pair.member.accounting.counts(verb="patch")
-        assert writes == 1
+        # Only the good manifest reached the member, and the Work's record of what was applied;
+        # nothing was read or written elsewhere.
+        assert pair.member.accounting.counts(verb="patch", resource="configmaps") == 1
+        assert pair.member.accounting.counts(verb="patch", resource="secrets") == 1
+        assert pair.member.accounting.counts(verb="patch") == 2
         assert pair.member.accounting.counts(verb="get", resource="namespaces") == 0
