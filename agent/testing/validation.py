@@ -134,34 +134,7 @@ def validate_object_meta(
                 )
             )
     labels = meta.get("labels") or {}
-    if not isinstance(labels, dict):
-        labels = {}
-    for key, value in labels.items():
-        for problem in qualified_name_problems(key):
-            causes.append(
-                field_cause(
-                    "FieldValueInvalid",
-                    "metadata.labels",
-                    f"Invalid value: {_quote(key)}: {problem}",
-                )
-            )
-        value = "" if value is None else str(value)
-        if len(value) > 63:
-            causes.append(
-                field_cause(
-                    "FieldValueInvalid",
-                    "metadata.labels",
-                    f"Invalid value: {_quote(value)}: must be no more than 63 characters",
-                )
-            )
-        if not _LVALUE.match(value):
-            causes.append(
-                field_cause(
-                    "FieldValueInvalid",
-                    "metadata.labels",
-                    f"Invalid value: {_quote(value)}: {LVALUE_MSG}",
-                )
-            )
+    causes += label_causes("metadata.labels", labels if isinstance(labels, dict) else {})
     annotations = meta.get("annotations") or {}
     if isinstance(annotations, dict):
         for key in annotations:
@@ -233,4 +206,30 @@ def validate_object_meta(
                 f"Invalid value: {_quote(meta['uid'])}: field is immutable",
             )
         )
+    return causes
+
+
+def label_causes(field: str, labels: dict[str, Any]) -> list[Cause]:
+    """Label keys and values (ValidateLabels), reported against `field`."""
+    causes: list[Cause] = []
+    for key, value in labels.items():
+        for problem in qualified_name_problems(key):
+            causes.append(
+                field_cause("FieldValueInvalid", field, f"Invalid value: {_quote(key)}: {problem}")
+            )
+        value = "" if value is None else str(value)
+        if len(value) > 63:
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid",
+                    field,
+                    f"Invalid value: {_quote(value)}: must be no more than 63 characters",
+                )
+            )
+        if not _LVALUE.match(value):
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid", field, f"Invalid value: {_quote(value)}: {LVALUE_MSG}"
+                )
+            )
     return causes

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from .errors import field_cause
 from .registry import JSON, Cause, ResourceType
-from .validation import name_problems
+from .validation import label_causes, name_problems, qualified_name_problems
 from .wire import UserInfo
 
 GROUP = "admissionregistration.k8s.io"
@@ -115,6 +115,34 @@ def _go_strings(values: list[Any]) -> str:
     return "[]string{" + ", ".join(json.dumps(v) for v in values) + "}"
 
 
+def _selector_causes(field: str, selector: Any) -> list[Cause]:
+    """A metav1.LabelSelector's checks (ValidateLabelSelector)."""
+    if not isinstance(selector, dict):
+        return []
+    causes = label_causes(f"{field}.matchLabels", selector.get("matchLabels") or {})
+    for i, expr in enumerate(selector.get("matchExpressions") or ()):
+        where = f"{field}.matchExpressions[{i}]"
+        operator, values = expr.get("operator"), expr.get("values") or []
+        if operator in ("In", "NotIn"):
+            if not values:
+                causes.append(
+                    _required(f"{where}.values",
+                              "must be specified when `operator` is 'In' or 'NotIn'")
+                )  # fmt: skip
+        elif operator in ("Exists", "DoesNotExist"):
+            if values:
+                causes.append(
+                    field_cause("FieldValueForbidden", f"{where}.values",
+                                "Forbidden: may not be specified when `operator` is 'Exists' or "
+                                "'DoesNotExist'")
+                )  # fmt: skip
+        else:
+            causes.append(_invalid(f"{where}.operator", operator, "not a valid selector operator"))
+        key = str(expr.get("key") or "")
+        causes.extend(_invalid(f"{where}.key", key, p) for p in qualified_name_problems(key))
+    return causes
+
+
 def _resource_causes(field: str, resources: list[Any]) -> list[Cause]:
     """A wildcard may not be followed by what it already covers."""
     causes: list[Cause] = []
@@ -200,6 +228,8 @@ def _hook_causes(field: str, hook: JSON, mutating: bool) -> list[Cause]:
                 f"Invalid value: {shown}: must include at least one of v1, v1beta1",
             )
         )  # fmt: skip
+    for key in ("namespaceSelector", "objectSelector"):
+        causes.extend(_selector_causes(f"{field}.{key}", hook.get(key)))
     side_effects = hook.get("sideEffects")
     if side_effects is None:
         causes.append(_required(f"{field}.sideEffects", "must specify one of None, NoneOnDryRun"))

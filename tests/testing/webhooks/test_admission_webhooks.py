@@ -626,3 +626,26 @@ async def test_overlapping_resource_wildcards_are_refused(
         "webhooks[0].rules[0].resources[1]: Invalid value: \"pods/status\": if 'pods/*' is "
         "present, must not specify pods/status"
     )
+
+
+async def test_webhook_selectors_are_validated(hooks: Hooks, api: httpx.AsyncClient) -> None:
+    selectors = {
+        "namespaceSelector": {"matchExpressions": [{"key": "env", "operator": "In"}]},
+        "objectSelector": {"matchLabels": {"app": "-bad"},
+                           "matchExpressions": [{"key": "x", "operator": "Near"}]},
+    }  # fmt: skip
+    hook = webhook("selectors.example.com", hooks.url("x"), [rule(["pods"])], **selectors)
+    body = {"metadata": {"name": "selectors"}, "webhooks": [hook]}
+    resp = await api.post(f"{ADMISSION}/validatingwebhookconfigurations", json=body)
+    assert resp.status_code == 422
+    causes = [f"{c['field']}: {c['message']}" for c in resp.json()["details"]["causes"]]
+    assert causes[0] == (
+        "webhooks[0].namespaceSelector.matchExpressions[0].values: Required value: must be "
+        "specified when `operator` is 'In' or 'NotIn'"
+    )
+    assert causes[1].startswith('webhooks[0].objectSelector.matchLabels: Invalid value: "-bad": ')
+    assert causes[2] == (
+        'webhooks[0].objectSelector.matchExpressions[0].operator: Invalid value: "Near": not a '
+        "valid selector operator"
+    )
+    assert len(causes) == 3

@@ -24,7 +24,6 @@ from .helpers import Hooks, rule, webhook
 from .server import WebhookServer, json_patch
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(60)]
-JSON = dict[str, object]
 SERVICE = "karmada-webhook.karmada-system.svc"
 LABELS = {
     "propagationpolicies": PROPAGATION_POLICY_PERMANENT_ID_LABEL,
