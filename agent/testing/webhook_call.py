@@ -196,7 +196,8 @@ def _status_error(resp: httpx.Response) -> str:
     if isinstance(body, dict) and body.get("kind") == "Status" and body.get("message"):
         return str(body["message"])
     if resp.status_code >= 500:
-        return f'an error on the server ("{resp.text.strip()}") has prevented the request from succeeding'
+        said = json.dumps(resp.text.strip() or "unknown")
+        return f"an error on the server ({said}) has prevented the request from succeeding"
     return f"the server responded with the status code {resp.status_code} but did not return more information"
 
 

@@ -1,8 +1,9 @@
 """A small HTTPS admission webhook server for the emulator's webhook tests.
 
 Each path answers with the function registered for it: it gets the AdmissionReview's
-`request` and returns the `response` (uid, apiVersion and kind are filled in), or `None` to
-answer with nothing usable. Every review received is kept, per path.
+`request` and returns the `response` (uid, apiVersion and kind are filled in), or
+`{"http_status": N, "text": ...}` to answer with a bare HTTP error. Every review received is
+kept, per path.
 """
 
 from __future__ import annotations
@@ -95,6 +96,8 @@ class WebhookServer:
         response = fn(review["request"])
         if not isinstance(response, dict):
             response = await response
+        if "http_status" in response:  # answer with a bare HTTP error instead of a review
+            return web.Response(status=response["http_status"], text=response.get("text", ""))
         body = {
             "apiVersion": review["apiVersion"],
             "kind": "AdmissionReview",

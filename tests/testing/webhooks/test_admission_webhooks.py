@@ -649,3 +649,25 @@ async def test_webhook_selectors_are_validated(hooks: Hooks, api: httpx.AsyncCli
         "valid selector operator"
     )
     assert len(causes) == 3
+
+
+async def test_a_webhook_answering_with_an_http_error_fails_the_call(
+    hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient
+) -> None:
+    server.answer("broken", lambda r: {"http_status": 500, "text": "unknown"})
+    await hooks.validating(
+        "broken", webhook("broken.example.com", hooks.url("broken"), [rule(["configmaps"])])
+    )
+    ns = await hooks.namespace()
+    assert_failure_policy(
+        await create_cm(api, ns, "cm"), "Fail",
+        'failed calling webhook "broken.example.com": failed to call webhook: an error on the '
+        'server ("unknown") has prevented the request from succeeding',
+    )  # fmt: skip
+    server.answer("broken", lambda r: {"allowed": True, "uid": "someone-else"})
+    resp = await create_cm(api, ns, "cm")
+    assert resp.status_code == 500
+    assert resp.json()["message"].startswith(
+        'Internal error occurred: failed calling webhook "broken.example.com": received invalid '
+        'webhook response: expected response.uid="'
+    )
