@@ -269,7 +269,8 @@ class WebhookAdmission:
         answer = await self.client.call(
             inv.hook, self._review(inv, req, obj, old), mutating=mutating
         )
-        req.warnings.extend(answer.warnings)
+        # The response's warnings, each once, as kube's warning recorder keeps them.
+        req.warnings.extend(w for w in dict.fromkeys(answer.warnings) if w not in req.warnings)
         if not answer.allowed:
             raise denied(name, answer.result)
         return answer

@@ -159,7 +159,7 @@ async def test_validating_webhook_denies_with_its_status(
     )
     assert (await api.get(f"/api/v1/namespaces/{ns}/configmaps/intruder")).status_code == 404
 
-    server.answer("deny", lambda r: {"allowed": False, "warnings": ["look closer"]})
+    server.answer("deny", lambda r: {"allowed": False, "warnings": ["look closer"] * 2})
     resp = await create_cm(api, ns, "quiet")
     assert resp.status_code == 400
     assert resp.json()["message"] == (
