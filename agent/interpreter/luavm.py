@@ -226,6 +226,8 @@ class LuaScript:
             register_builtins=False,
             attribute_filter=_deny_attributes,
             unpack_returned_tuples=True,
+            # Beyond int64 a JSON number is a float to Go as well.
+            overflow_handler=float,
         )
         helpers = runtime.table_from(
             {name: self._wrap(runtime, fn) for name, fn in self._helpers.items()}
@@ -272,7 +274,7 @@ class LuaScript:
         except ScriptError:
             self._runtime = None
             raise
-        except (lua54.LuaError, MemoryError, UnicodeDecodeError) as exc:
+        except (lua54.LuaError, MemoryError, ValueError, TypeError, OverflowError) as exc:
             self._runtime = None
             raise ScriptError(_describe(exc)) from None
         if not ok:

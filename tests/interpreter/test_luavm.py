@@ -29,6 +29,11 @@ def test_integral_floats_come_back_as_integers_others_as_floats() -> None:
     assert isinstance(call("function F() return 4 / 2 end"), int)
 
 
+def test_integers_beyond_int64_are_floats() -> None:
+    script = "function F(o) return {t = math.type(o.big), small = math.type(o.small)} end"
+    assert call(script, {"big": 2**70, "small": 2**62}) == {"t": "float", "small": "integer"}
+
+
 def test_null_fields_are_absent_and_nil_results_are_null() -> None:
     assert call("function F(o) return o.missing == nil end", {"missing": None}) is True
     assert call("function F() return nil end") is None
