@@ -3,7 +3,7 @@
 - `kube.resourceAdd(q1, q2, ...)`: the sum of resource quantities (strings; nil counts as zero),
   as a canonical quantity string;
 - `kube.accuratePodRequirements(podTemplate)`: what one replica of the pod template needs
-  (Karmada's ReplicaRequirements: nodeClaim, resourceRequest, namespace, priorityClassName);
+  (Karmada's ReplicaRequirements: nodeClaim and resourceRequest; nil for neither);
 - `kube.getPodDependencies(podTemplate, namespace)`: the ConfigMaps, Secrets, ServiceAccount and
   PersistentVolumeClaims the pod template refers to, as dependency references.
 """
@@ -13,7 +13,14 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from agent.karmada.quantity import Quantity, QuantityError, parse_quantity
+from agent.karmada.quantity import (
+    Quantity,
+    QuantityError,
+    format_quantity,
+    int_value,
+    milli_value,
+    parse_quantity,
+)
 
 from .luavm import Helper
 
@@ -48,32 +55,58 @@ def resource_add(*quantities: Any) -> str:
     return "0" if total is None else str(total)
 
 
-def _sum(lists: list[Obj]) -> dict[str, Quantity]:
-    out: dict[str, Quantity] = {}
-    for resources in lists:
-        for name, value in resources.items():
-            quantity = parse_quantity(value)
-            out[name] = out[name] + quantity if name in out else quantity
+_BINARY_RESOURCES = ("memory", "ephemeral-storage")
+
+
+def _is_scalar(name: str) -> bool:
+    """Extended (domain-qualified, outside kubernetes.io), huge page and attachable volume
+    resources: the ones counted besides cpu, memory, ephemeral-storage and pods."""
+    if name.startswith(("hugepages-", "attachable-volumes-")):
+        return True
+    return "/" in name and not name.split("/", 1)[0].endswith("kubernetes.io")
+
+
+def _amounts(resources: Obj) -> dict[str, int]:
+    """A resource list as integers: millicores for cpu, rounded up values for the others."""
+    out: dict[str, int] = {}
+    for name, value in resources.items():
+        if name not in ("cpu", "memory", "ephemeral-storage", "pods") and not _is_scalar(name):
+            continue
+        quantity = parse_quantity(value)
+        out[name] = milli_value(quantity) if name == "cpu" else int_value(quantity)
     return out
 
 
-def _requests(container: Obj) -> Obj:
-    return _dict(_dict(container.get("resources")).get("requests"))
+def _requests(container: Obj) -> dict[str, int]:
+    """Its requests, a limit standing in for a request not given (as the API defaults them)."""
+    resources = _dict(container.get("resources"))
+    merged = {**_dict(resources.get("limits")), **_dict(resources.get("requests"))}
+    return _amounts(merged)
 
 
-def pod_requirements(template: Any) -> Obj:
-    """Per-replica requirements: the containers' requests summed, raised to any larger init
-    container request, plus the pod overhead; node selector, tolerations and required node
-    affinity as the node claim."""
+def _format(name: str, amount: int) -> str:
+    if name == "cpu":
+        return format_quantity(Decimal(amount) / 1000, "DecimalSI")
+    binary = name in _BINARY_RESOURCES or name.startswith("hugepages-")
+    return format_quantity(Decimal(amount), "BinarySI" if binary else "DecimalSI")
+
+
+def pod_requirements(template: Any) -> Obj | None:
+    """Per-replica requirements as Karmada computes them: the containers' requests summed,
+    raised to any larger init container request, plus the pod overhead (only what is above
+    zero); node selector, tolerations and required node affinity as the node claim. None
+    when there is neither."""
     spec = _dict(_dict(template).get("spec"))
     try:
-        total = _sum([_requests(_dict(c)) for c in _list(spec.get("containers"))])
-        for init in _list(spec.get("initContainers")):
-            for name, quantity in _sum([_requests(_dict(init))]).items():
-                if name not in total or quantity.value > total[name].value:
-                    total[name] = quantity
-        for name, quantity in _sum([_dict(spec.get("overhead"))]).items():
-            total[name] = total[name] + quantity if name in total else quantity
+        total: dict[str, int] = {}
+        for container in map(_dict, _list(spec.get("containers"))):
+            for name, amount in _requests(container).items():
+                total[name] = total.get(name, 0) + amount
+        for init in map(_dict, _list(spec.get("initContainers"))):
+            for name, amount in _requests(init).items():
+                total[name] = max(total.get(name, 0), amount)
+        for name, amount in _amounts(_dict(spec.get("overhead"))).items():
+            total[name] = total.get(name, 0) + amount
     except QuantityError as exc:
         raise HelperError(str(exc)) from None
     out: Obj = {}
@@ -84,19 +117,14 @@ def pod_requirements(template: Any) -> Obj:
         claim["tolerations"] = spec["tolerations"]
     affinity = _dict(_dict(spec.get("affinity")).get("nodeAffinity"))
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required:
+    if required is not None:
         claim["hardNodeAffinity"] = required
     if claim:
         out["nodeClaim"] = claim
-    requests = {n: str(q) for n, q in total.items() if q.value != Decimal(0)}
+    requests = {n: _format(n, a) for n, a in total.items() if a > 0}
     if requests:
         out["resourceRequest"] = requests
-    namespace = _dict(_dict(template).get("metadata")).get("namespace")
-    if namespace:
-        out["namespace"] = namespace
-    if spec.get("priorityClassName"):
-        out["priorityClassName"] = spec["priorityClassName"]
-    return out
+    return out or None
 
 
 def _volume_refs(spec: Obj) -> tuple[list[str], list[str], list[str]]:
@@ -154,7 +182,7 @@ def pod_dependencies(template: Any, namespace: Any = None) -> list[Obj]:
     ]
 
 
-def accurate_pod_requirements(*args: Any) -> Obj:
+def accurate_pod_requirements(*args: Any) -> Obj | None:
     if len(args) != 1:
         raise HelperError("accuratePodRequirements takes exactly one argument")
     return pod_requirements(args[0])

@@ -216,7 +216,6 @@ def test_kube_library_helpers() -> None:
         "requirements": {
             "nodeClaim": {"nodeSelector": {"zone": "a"}},
             "resourceRequest": {"cpu": "2", "memory": "64Mi"},
-            "namespace": "team",
         },
         "dependencies": [
             {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "team", "name": "cfg"},
@@ -224,3 +223,32 @@ def test_kube_library_helpers() -> None:
             {"apiVersion": "v1", "kind": "ServiceAccount", "namespace": "team", "name": "runner"},
         ],
     }
+
+
+def test_pod_requirements_as_karmada_computes_them() -> None:
+    from agent.interpreter.kubelib import pod_requirements, resource_add
+
+    template = {
+        "spec": {
+            "containers": [
+                # A limit stands in for a missing request.
+                {"resources": {"limits": {"cpu": "1", "memory": "1G", "example.com/gpu": "1"}}},
+                {"resources": {"requests": {"cpu": "0.5", "ephemeral-storage": "1Gi"}}},
+            ],
+            "overhead": {"cpu": "100m"},
+            "tolerations": [{"key": "k", "operator": "Exists"}],
+        }
+    }
+    assert pod_requirements(template) == {
+        "nodeClaim": {"tolerations": [{"key": "k", "operator": "Exists"}]},
+        "resourceRequest": {
+            "cpu": "1600m",
+            # BinarySI, as Go writes 10^9 bytes.
+            "memory": "1000000000",
+            "ephemeral-storage": "1Gi",
+            "example.com/gpu": "1",
+        },
+    }
+    assert pod_requirements({"spec": {"containers": [{"name": "c"}]}}) is None
+    assert resource_add("1Gi", "512Mi") == "1536Mi"
+    assert resource_add() == "0"
