@@ -35,6 +35,7 @@ NAMESPACE = "sandbox"
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 CONFIGMAPS = GVR("", "v1", "configmaps")
+CUSTOMIZATIONS = GVR("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")
 JSON = dict[str, Any]
 
 
@@ -43,7 +44,8 @@ def _labels(app: str) -> JSON:
 
 
 def sandbox_works() -> list[JSON]:
-    """A web app (Deployment, Service, ConfigMap), a batch Job, and a CRD with one object."""
+    """A web app (Deployment, Service, ConfigMap), a batch Job, and a CRD with one object (whose
+    health and status the control plane's customization interprets)."""
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
     config = {
         "apiVersion": "v1",
@@ -148,6 +150,37 @@ def sandbox_works() -> list[JSON]:
         control_plane_work(CLUSTER, "pi", [job]),
         control_plane_work(CLUSTER, "crontab", [crd, crontab]),
     ]
+
+
+def crontab_customization() -> JSON:
+    """The control plane's rules for CronTab, which has no status of its own: healthy once it
+    names an image, the schedule reflected as its status."""
+    return {
+        "apiVersion": "config.karmada.io/v1alpha1",
+        "kind": "ResourceInterpreterCustomization",
+        "metadata": {"name": "crontabs"},
+        "spec": {
+            "target": {"apiVersion": "stable.example.com/v1", "kind": "CronTab"},
+            "customizations": {
+                "healthInterpretation": {
+                    "luaScript": "function InterpretHealth(obj)\n"
+                    "  return obj.spec.image ~= nil\nend\n"
+                },
+                "statusReflection": {
+                    "luaScript": "function ReflectStatus(obj)\n"
+                    "  return {schedule = obj.spec.cronSpec, image = obj.spec.image}\nend\n"
+                },
+            },
+        },
+    }
+
+
+def _interpreted(works: list[JSON]) -> JSON | None:
+    for work in works:
+        for entry in (work.get("status") or {}).get("manifestStatuses") or []:
+            if entry.get("identifier", {}).get("kind") == "CronTab" and entry.get("status"):
+                return dict(entry["status"])
+    return None
 
 
 def _free_port() -> int:
@@ -266,6 +299,8 @@ async def _demo(sandbox: Sandbox, karmada: KubeClient, member: KubeClient, timeo
     _say(f"      Cluster {CLUSTER} is Ready; execution namespace {es} exists.")
 
     _say("[3/5] creating Works as the Karmada control plane would ...")
+    await karmada.create(CUSTOMIZATIONS, crontab_customization())
+    _say("      created resourceinterpretercustomization crontabs (health and status of CronTab)")
     for work in sandbox_works():
         await karmada.create(WORKS, work, namespace=es)
         _say(f"      created work {es}/{work['metadata']['name']}")
@@ -282,9 +317,11 @@ async def _demo(sandbox: Sandbox, karmada: KubeClient, member: KubeClient, timeo
         if table != last:
             _say(table + "\n")
             last = table
-        return bool(works) and all(_done(w) for w in works)
+        return bool(works) and all(_done(w) for w in works) and bool(_interpreted(works))
 
     await _wait("every Work to be applied and healthy", all_applied, timeout)
+    works = (await karmada.list(WORKS, namespace=es)).get("items") or []
+    _say(f"      the CronTab's status, as its customization reflects it: {_interpreted(works)}")
 
     _say("[4/5] the control plane's view (kubectl get clusters; kubectl get works -A):")
     _say(await _kubectl(sandbox.karmada_kubeconfig, "get", "clusters", "-o", "wide"))

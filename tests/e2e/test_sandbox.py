@@ -26,6 +26,9 @@ async def test_sandbox_runs_every_step_and_exits_zero(tmp_path: Path) -> None:
     assert "member1   v1.33.0   Pull   True" in text
     assert "karmada-es-member1   web" in text
     assert "deployment.apps/web   2/2" in text
+    # The CronTab reported through the control plane's ResourceInterpreterCustomization.
+    assert "as its customization reflects it: {" in text
+    assert "'schedule': '0 3 * * *'" in text
     assert "ConfigMap sandbox/web-config is gone from the member and the Work is gone." in text
     assert "the agent stopped on SIGTERM with exit code 0" in text
     assert text.rstrip().endswith("sandbox: all steps passed")
