@@ -1,8 +1,10 @@
 """The resource interpreter chain the agent's controllers ask, no I/O of its own.
 
 For each operation, in upstream's order: a ResourceInterpreterCustomization of the user's for
-the kind, else a customization bundled with the agent, else the built-in rules of Karmada's
-default interpreter (agent.karmada.health and reflect). The operations the agent performs:
+the kind, else (agent.controllers.interpreter_webhooks, which makes the calls) a webhook of a
+ResourceInterpreterWebhookConfiguration, else a customization bundled with the agent, else the
+built-in rules of Karmada's default interpreter (agent.karmada.health and reflect). The
+operations the agent performs:
 
 - InterpretHealth(observedObj) -> boolean: Healthy or Unhealthy; a failing script makes the
   health Unknown (the caller reports why).
