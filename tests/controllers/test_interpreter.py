@@ -16,7 +16,15 @@ from agent.kube.client import GVR
 from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
 from tests.interpreter.samples import customization as interpreter_customization
 
-from .test_execution_harness import CRDS, Pair, crd, eventually, karmada_work, running_pair
+from .test_execution_harness import (
+    CRDS,
+    Pair,
+    configmap,
+    crd,
+    eventually,
+    karmada_work,
+    running_pair,
+)
 
 JsonDict = dict[str, Any]
 
@@ -157,6 +165,9 @@ async def test_control_plane_customizations_apply_without_restart() -> None:
             in (failed[-1]["message"])
         )
         assert "budget" in failed[-1]["message"]
+        # Everything else is served meanwhile: another Work is applied and reported.
+        await pair.create_work(karmada_work("other", [configmap("other")]))
+        await pair.wait_work("other", lambda w: entry(w).get("health") == names.HEALTHY)
 
         # Deleted: the built-in rules again (no rule for Widget: Healthy, whole status).
         await pair.karmada.delete(RESOURCE_INTERPRETER_CUSTOMIZATIONS, "widgets")
