@@ -3,12 +3,13 @@ which operation for which kind, the ResourceInterpreterContext request sent to i
 response means. No I/O here: agent.controllers.interpreter_webhooks makes the calls.
 
 As upstream: a webhook's rules match by API group, version and kind (each may be `*`) and by
-operation; configurations are consulted by name and their webhooks in order, the first match
-answers. The operations the agent asks are InterpretHealth (`response.healthy`),
-InterpretStatus (ReflectStatus: `response.rawStatus`) and Retain (`response.patch`, a base64
-JSON Patch on the desired object). The timeout defaults to 10 seconds. A webhook named by a
-Service is dialled at `https://<service>.<namespace>.svc:<port><path>` (the member resolves
-that name; upstream first looks the Service up on the control plane).
+operation; of the matching webhooks the first by "<configuration>/<webhook name>" answers.
+The operations the agent asks are InterpretHealth (`response.healthy`), InterpretStatus
+(ReflectStatus: `response.rawStatus`) and Retain (`response.patch` with `patchType:
+JSONPatch`, a base64 JSON Patch on the desired object, or neither). The timeout defaults to 10
+seconds. A webhook named by a Service is dialled at
+`https://<service>.<namespace>.svc:<port><path>` (the member resolves that name; upstream first
+looks the Service up on the control plane).
 """
 
 from __future__ import annotations
@@ -156,11 +157,14 @@ class WebhookSet:
         if webhook_operation is None:
             return None
         group, _, version = api_version.rpartition("/")
-        for name in sorted(self._configurations):
-            for hook in self._configurations[name]:
-                if any(r.matches(group, version, kind, webhook_operation) for r in hook.rules):
-                    return hook
-        return None
+        relevant = [
+            hook
+            for hooks in self._configurations.values()
+            for hook in hooks
+            if any(r.matches(group, version, kind, webhook_operation) for r in hook.rules)
+        ]
+        # As upstream: the first by "<configuration>/<webhook>".
+        return min(relevant, key=lambda h: f"{h.configuration}/{h.name}", default=None)
 
 
 def request(webhook: Webhook, operation: str, uid: str, obj: Obj, observed: Obj | None) -> Obj:
@@ -180,6 +184,8 @@ def request(webhook: Webhook, operation: str, uid: str, obj: Obj, observed: Obj 
         "name": str(meta.get("name") or ""),
         "operation": WEBHOOK_OPERATIONS[operation],
         "object": obj,
+        # Upstream always sends the (here unused) desired replica count.
+        "replicas": 0,
     }
     if meta.get("namespace"):
         body["namespace"] = meta["namespace"]
@@ -209,10 +215,10 @@ def health(webhook: Webhook, uid: str, answer: Any) -> bool:
     return healthy
 
 
-def status(webhook: Webhook, uid: str, answer: Any) -> Obj | None:
+def status(webhook: Webhook, uid: str, answer: Any) -> Obj:
     raw = _response(webhook, uid, answer).get("rawStatus")
     if raw is None:
-        return None
+        raise WebhookError(f"{webhook.describe()} answered InterpretStatus without `rawStatus`")
     if not isinstance(raw, dict):
         raise WebhookError(f"{webhook.describe()} answered a rawStatus that is not an object")
     return raw
@@ -220,11 +226,14 @@ def status(webhook: Webhook, uid: str, answer: Any) -> Obj | None:
 
 def retained(webhook: Webhook, uid: str, answer: Any, desired: Obj) -> Obj:
     response = _response(webhook, uid, answer)
-    encoded = response.get("patch")
-    if not encoded:
+    encoded, patch_type = response.get("patch"), response.get("patchType")
+    if not encoded and patch_type is None:
         return desired
-    if response.get("patchType") not in (None, "JSONPatch"):
-        raise WebhookError(f"{webhook.describe()} answered patchType {response['patchType']!r}")
+    if patch_type != "JSONPatch" or not encoded:
+        raise WebhookError(
+            f"{webhook.describe()} answered a patch {'of type ' + repr(patch_type) if encoded else 'that is empty'}; "
+            "only a JSONPatch is understood"
+        )
     try:
         operations = json.loads(base64.b64decode(str(encoded), validate=True))
         out = apply_patch(copy.deepcopy(desired), operations)

@@ -51,6 +51,18 @@ def test_rules_match_group_version_kind_and_operation() -> None:
     webhooks = hooks.WebhookSet()
     webhooks.put(configuration("b", webhook("health.b", ["InterpretHealth"], ["Widget"])))
     webhooks.put(configuration("a", webhook("all.a", ["*"], ["Gadget"])))
+    # Two webhooks of one configuration: the first by name answers, not the first listed.
+    webhooks.put(
+        configuration(
+            "c",
+            webhook("z.c", ["InterpretHealth"], ["Widget"]),
+            webhook("b.c", ["InterpretHealth"], ["Thing"]),
+            webhook("a.c", ["InterpretHealth"], ["Thing"]),
+        )
+    )
+    thing = webhooks.match("example.io/v1", "Thing", "InterpretHealth")
+    assert thing is not None
+    assert thing.name == "a.c"
     found = webhooks.match("example.io/v1", "Widget", "InterpretHealth")
     assert found is not None
     assert found.name == "health.b"
@@ -92,6 +104,7 @@ def test_request_is_a_resource_interpreter_context() -> None:
             "namespace": "team",
             "operation": "InterpretStatus",
             "object": WIDGET,
+            "replicas": 0,
         },
     }
     retain = hooks.request(hook, "Retain", "u2", WIDGET, {"observed": True})
@@ -110,7 +123,13 @@ def test_responses() -> None:
     [hook] = hooks.parse_configuration(configuration("c", webhook("h", ["*"], ["*"])))
     assert hooks.health(hook, "u", answer("u", healthy=False)) is False
     assert hooks.status(hook, "u", answer("u", rawStatus={"ready": 1})) == {"ready": 1}
-    assert hooks.status(hook, "u", answer("u")) is None
+    with pytest.raises(hooks.WebhookError, match="without `rawStatus`"):
+        hooks.status(hook, "u", answer("u"))
+    assert hooks.retained(hook, "u", answer("u"), WIDGET) == WIDGET
+    with pytest.raises(hooks.WebhookError, match="only a JSONPatch"):
+        hooks.retained(hook, "u", answer("u", patch="W10="), WIDGET)
+    with pytest.raises(hooks.WebhookError, match="empty"):
+        hooks.retained(hook, "u", answer("u", patchType="JSONPatch"), WIDGET)
     ops = [{"op": "replace", "path": "/spec/replicas", "value": 5}]
     patch = base64.b64encode(json.dumps(ops).encode()).decode()
     retained = hooks.retained(hook, "u", answer("u", patch=patch, patchType="JSONPatch"), WIDGET)
@@ -133,7 +152,7 @@ def test_responses() -> None:
     with pytest.raises(hooks.WebhookError, match="without `healthy`"):
         hooks.health(hook, "u", answer("u"))
     with pytest.raises(hooks.WebhookError, match="unusable patch"):
-        hooks.retained(hook, "u", answer("u", patch="!!"), WIDGET)
+        hooks.retained(hook, "u", answer("u", patch="!!", patchType="JSONPatch"), WIDGET)
 
 
 def test_json_patch_operations() -> None:
