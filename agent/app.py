@@ -29,6 +29,7 @@ from agent.controllers.member_objects import MemberObjects
 from agent.controllers.offline import OfflineServing
 from agent.events import EventRecorder
 from agent.karmada.names import leader_election_id
+from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.discovery import RESTMapper
@@ -46,6 +47,9 @@ from agent.serving import Serving
 EXIT_OK = 0
 EXIT_FAILURE = 1
 REGISTRATION_RETRY_MAX = 30.0
+# The control plane's reconnect slots: 1 s, doubling with +-50% jitter, at most 10 s apart.
+RECONNECT_INITIAL = 1.0
+RECONNECT_CAP = 10.0
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
 log = get_logger("karmada-agent.app")
@@ -128,8 +132,12 @@ class Agent:
             Transport(
                 karmada_config,
                 metrics=self.metrics.client,
+                # While the control plane is down, one connection attempt per reconnect slot
+                # for all of the agent's requests to it (the member is local: never gated).
                 reachability=Reachability(
-                    "Karmada control plane", on_lost=self.metrics.control_plane_unreachable.inc
+                    "Karmada control plane",
+                    on_lost=self.metrics.control_plane_unreachable.inc,
+                    backoff=Backoff(initial=RECONNECT_INITIAL, cap=RECONNECT_CAP),
                 ),
             )
         )
@@ -201,7 +209,7 @@ class Agent:
     async def _register_until_done(self, member_config: ClientConfig) -> bool:
         assert self.karmada is not None
         assert self.member is not None
-        delay = 1.0
+        backoff = Backoff(initial=1.0, cap=REGISTRATION_RETRY_MAX)
         while True:
             try:
                 self.registration = await register(
@@ -211,11 +219,11 @@ class Agent:
                 if not exc.retriable:
                     self.log.error("registration failed", error=str(exc))
                     return False
+                delay = round(backoff.next(), 1)
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
                 if self.offline is None:
                     await self._start_offline()
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, REGISTRATION_RETRY_MAX)
                 continue
             self.log.info(
                 "cluster registered",

@@ -5,6 +5,12 @@ reachable, a request that got no response at all (connect, TLS, reset, timeout) 
 The change is logged once each way (a warning when the server becomes unreachable, an info when
 it answers again) and counted, so an outage is one line, not a traceback per periodic job; the
 callers that retry log their failures at a lower level (see `is_unreachable`).
+
+With `backoff` given, while the server is unreachable, requests are admitted one per reconnect
+slot (`admit`), the slots spaced by that Backoff (jitter, cap); the others fail at once without
+dialling. However many
+controllers, watches and retries want the server, an outage costs about one connection attempt
+per slot, and the first answer opens the way for all again.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import logging
 import time
 from collections.abc import Callable
 
+from agent.kube.backoff import Backoff
 from agent.kube.errors import TransportError
 
 log = logging.getLogger(__name__)
@@ -25,12 +32,33 @@ def is_unreachable(exc: BaseException) -> bool:
 
 
 class Reachability:
-    def __init__(self, name: str, *, on_lost: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        on_lost: Callable[[], None] | None = None,
+        backoff: Backoff | None = None,
+    ) -> None:
         self.name = name
         self.reachable = True
         self.outages = 0
+        self.refused = 0
         self._on_lost = on_lost
         self._since = 0.0
+        self._backoff = backoff
+        self._next_attempt = 0.0
+
+    def admit(self) -> float | None:
+        """None: send the request. Otherwise the server is unreachable and this slot's attempt
+        is taken: the seconds until the next one (the request must not dial)."""
+        if self.reachable or self._backoff is None:
+            return None
+        now = time.monotonic()
+        if now < self._next_attempt:
+            self.refused += 1
+            return self._next_attempt - now
+        self._next_attempt = now + self._backoff.next()
+        return None
 
     def failed(self, error: str) -> None:
         if not self.reachable:
@@ -38,6 +66,9 @@ class Reachability:
         self.reachable = False
         self.outages += 1
         self._since = time.monotonic()
+        if self._backoff is not None:
+            self._backoff.reset()
+            self._next_attempt = self._since + self._backoff.next()
         log.warning("%s unreachable: %s", self.name, error)
         if self._on_lost is not None:
             self._on_lost()

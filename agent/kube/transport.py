@@ -475,6 +475,7 @@ class Transport:
         retries = 0
         connection_failures = 0
         while True:
+            self._admit(method, path)
             await self._throttle()
             sent = {"Accept": accept, **(headers or {})}
             if content_type:
@@ -540,6 +541,18 @@ class Transport:
                 raise from_response(result.status, result.content, result.headers)
             return result
 
+    def _admit(self, method: str, path: str) -> None:
+        """Fail at once, without dialling, while the server is unreachable and another request
+        has this reconnect slot (see Reachability.admit)."""
+        wait = self.reachability.admit()
+        if wait is not None:
+            raise TransportError(
+                f"{method} {path}: not sent, {self.reachability.name} did not answer the last "
+                f"attempt; the next one in {wait:.1f}s",
+                method=method,
+                url=path,
+            )
+
     def _retry_after(self, response: Response) -> float | None:
         if response.status != 429 and response.status < 500:
             return None
@@ -572,6 +585,7 @@ class Transport:
         method = method.upper()
         refreshed = False
         while True:
+            self._admit(method, path)
             await self._throttle()
             headers = {"Accept": accept}
             await self._auth_headers(headers)

@@ -1,0 +1,123 @@
+"""The agent over a slow, lossy link (the test proxy between it and the control plane): Works
+still flow at 300 ms RTT and 256 kbit/s, and while the link is down the agent's requests stay
+few (measured as connection attempts at the proxy)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent.app import run
+from agent.kube.client import GVR
+from agent.options import parse_options
+from agent.testing.emulator import run_emulator
+from agent.testing.netproxy import LinkProxy
+from agent.testing.works import control_plane_work
+
+from .support import client_for, cluster_ready, eventually, work_applied
+
+WORKS = GVR("work.karmada.io", "v1alpha1", "works")
+CLUSTER = "member1"
+ES = f"karmada-es-{CLUSTER}"
+# While the control plane is unreachable, with the default timings: connection attempts per
+# second, averaged over the outage.
+OUTAGE_ATTEMPTS_PER_SECOND = 1.0
+
+
+def configmap(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"k": "v" * 2000},
+    }
+
+
+def through(kubeconfig: Path, proxy: LinkProxy, out: Path) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://{proxy.address}"
+    out.write_text(yaml.safe_dump(config))
+    out.chmod(0o600)
+    return out
+
+
+@contextlib.asynccontextmanager
+async def agent_over(karmada_kc: Path, member_kc: Path, *flags: str) -> AsyncIterator[None]:
+    options = parse_options(
+        [
+            f"--karmada-kubeconfig={karmada_kc}",
+            f"--kubeconfig={member_kc}",
+            f"--cluster-name={CLUSTER}",
+            "--leader-elect=false",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+            *flags,
+        ]
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))
+    try:
+        yield
+        assert not task.done(), f"the agent exited with {task.result()}"
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 30) == 0
+
+
+@pytest.mark.timeout(120)
+async def test_works_flow_over_a_slow_link_and_an_outage_costs_few_requests(
+    tmp_path: Path,
+) -> None:
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=CLUSTER) as member_emu,
+    ):
+        host, port = cp.url.removeprefix("https://").rsplit(":", 1)
+        async with LinkProxy(host, int(port)) as proxy:
+            admin_kc = cp.write_kubeconfig(tmp_path / "karmada")
+            agent_kc = through(admin_kc, proxy, tmp_path / "karmada-via-proxy")
+            member_kc = member_emu.write_kubeconfig(tmp_path / "member")
+            admin = await client_for(admin_kc)
+            try:
+                proxy.latency = 0.15  # 300 ms round trip
+                proxy.bandwidth = 256 * 1024 // 8  # 256 kbit/s
+                async with agent_over(agent_kc, member_kc):
+                    await eventually(
+                        lambda: cluster_ready(admin, CLUSTER), timeout=60, what="Ready over it"
+                    )
+                    work = control_plane_work(CLUSTER, "slow", [configmap("slow")])
+                    await admin.create(WORKS, work, namespace=ES)
+                    await eventually(
+                        lambda: work_applied(admin, CLUSTER, "slow"), timeout=30, what="applied"
+                    )
+
+                    # The link goes down: open connections reset, new ones refused.
+                    loop = asyncio.get_running_loop()
+                    proxy.refuse = True
+                    proxy.reset()
+                    down_at = loop.time()
+                    deadline = down_at + 12.0
+
+                    async def outage_over() -> bool:
+                        return loop.time() >= deadline
+
+                    await eventually(outage_over, timeout=20, what="the outage window")
+                    attempts = proxy.attempts_since(down_at)
+                    rate = attempts / (loop.time() - down_at)
+                    print(f"outage: {attempts} connection attempts in 12 s ({rate:.2f}/s)")
+                    assert rate <= OUTAGE_ATTEMPTS_PER_SECOND, f"{attempts} attempts in 12 s"
+
+                    proxy.refuse = False
+                    proxy.latency, proxy.bandwidth = 0.0, 0
+                    after = control_plane_work(CLUSTER, "after", [configmap("after")])
+                    await admin.create(WORKS, after, namespace=ES)
+                    await eventually(
+                        lambda: work_applied(admin, CLUSTER, "after"), timeout=60, what="after"
+                    )
+            finally:
+                await admin.close()

@@ -1,0 +1,38 @@
+"""Backoff and the reconnect slots of an unreachable server."""
+
+from __future__ import annotations
+
+from agent.kube.backoff import Backoff
+from agent.kube.reachability import Reachability
+
+
+def test_backoff_doubles_with_jitter_up_to_the_cap_and_resets() -> None:
+    backoff = Backoff(initial=1.0, cap=8.0, jitter=0.5)
+    waits = [backoff.next() for _ in range(8)]
+    for wait, base in zip(waits, (1, 2, 4, 8, 8, 8, 8, 8), strict=True):
+        assert base * 0.5 <= wait <= base * 1.5
+    backoff.reset()
+    assert 0.5 <= backoff.next() <= 1.5
+
+
+def test_jitter_spreads_clients_cut_off_together() -> None:
+    firsts = {round(Backoff(initial=10.0).next(), 3) for _ in range(20)}
+    assert len(firsts) > 10
+
+
+def test_unreachable_server_admits_one_request_per_slot() -> None:
+    reachability = Reachability("server", backoff=Backoff(initial=60.0, cap=60.0))
+    assert reachability.admit() is None  # reachable: everything goes
+    reachability.failed("connect refused")
+    # The first slot is a backoff away: meanwhile nothing dials.
+    waits = [reachability.admit() for _ in range(5)]
+    assert all(w is not None and 0 < w <= 90.0 for w in waits)
+    assert reachability.refused == 5
+    reachability.answered()
+    assert reachability.admit() is None
+
+
+def test_without_a_backoff_nothing_is_held_back() -> None:
+    reachability = Reachability("member")
+    reachability.failed("connect refused")
+    assert [reachability.admit() for _ in range(3)] == [None, None, None]
