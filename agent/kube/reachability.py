@@ -15,6 +15,7 @@ per slot, and the first answer opens the way for all again.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -47,6 +48,16 @@ class Reachability:
         self._since = 0.0
         self._backoff = backoff
         self._next_attempt = 0.0
+        # Set while reachable: those waiting out a backoff because of the outage wake up on it.
+        self._back: asyncio.Event | None = None
+
+    async def wait_answered(self) -> None:
+        """Return once the server has answered since it became unreachable."""
+        if self.reachable:
+            return
+        if self._back is None:
+            self._back = asyncio.Event()
+        await self._back.wait()
 
     def admit(self) -> float | None:
         """None: send the request. Otherwise the server is unreachable and this slot's attempt
@@ -77,4 +88,7 @@ class Reachability:
         if self.reachable:
             return
         self.reachable = True
+        back, self._back = self._back, None
+        if back is not None:
+            back.set()
         log.info("%s reachable again after %.0fs", self.name, time.monotonic() - self._since)

@@ -191,10 +191,27 @@ class Reflector:
                     log.info("%s: %s; retrying in about %.1fs", self.name, exc, delay)
                 else:
                     log.warning("%s: %s; retrying in about %.1fs", self.name, exc, delay)
-                await self._clock.sleep(delay * (1.0 + random.random()))
+                await self._back_off(delay * (1.0 + random.random()), exc)
                 delay = min(delay * 2, self.backoff_max)
 
     # --- internals -----------------------------------------------------------------------------
+
+    async def _back_off(self, seconds: float, exc: Exception) -> None:
+        """Wait `seconds`; after a failure that got no answer, no longer than until the server
+        answers again (the watch resumes as soon as the link is back, not a long backoff
+        later)."""
+        reachability = getattr(getattr(self.client, "transport", None), "reachability", None)
+        if not is_unreachable(exc) or reachability is None:
+            await self._clock.sleep(seconds)
+            return
+        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
+        back = asyncio.ensure_future(reachability.wait_answered())
+        try:
+            await asyncio.wait({sleeper, back}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeper, back):
+                task.cancel()
+            await asyncio.gather(sleeper, back, return_exceptions=True)
 
     def _call(self, fn: Callable[..., None], *args: JsonDict) -> None:
         try:
