@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from agent.kube import http2_streams
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
 from agent.kube.errors import ApiError, TransportError, WatchTimeoutError, from_response
@@ -259,6 +260,7 @@ TransportFactory = Callable[[ClientConfig], Any]
 
 
 def default_transport_factory(config: ClientConfig) -> httpx.AsyncBaseTransport:
+    http2_streams.install()
     return httpx.AsyncHTTPTransport(
         verify=build_ssl_context(config) if config.host.startswith("https") else True,
         http2=config.http2,
