@@ -5,7 +5,7 @@ The scheduler is hidden here so the rest of the agent never imports apscheduler 
 rewrite). All jobs of an event loop share one scheduler (`shared_scheduler`), started with the
 first job and shut down with the last. Each job: runs once at start, then every `interval` plus a
 random 0..`jitter` seconds; never overlaps itself (max_instances=1) and folds missed runs into one
-(coalesce). A run skipped because the previous one is still going is counted on the job
+(coalesce), run however late the loop gets to it. A run skipped because the previous one is still going is counted on the job
 (`skips`), not logged as a warning each time as apscheduler would.
 
 apscheduler's shutdown cancels coroutine jobs that are still running, so `stop()` first pauses
@@ -151,7 +151,9 @@ class Periodic:
         self.interval = interval
         self.jitter = jitter
         self.run_at_start = run_at_start
-        self._misfire = misfire_grace_time if misfire_grace_time is not None else interval
+        # None: a run the loop could not start on time (a busy burst, a pause) still runs, late
+        # and coalesced, as Go's wait.Until would; apscheduler's default would drop it.
+        self._misfire = misfire_grace_time
         self.clock = clock
         self._scheduler: SharedScheduler | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
@@ -170,7 +172,8 @@ class Periodic:
             return
         scheduler = shared_scheduler(self.clock)
         trigger = IntervalTrigger(seconds=self.interval, jitter=self.jitter, timezone=UTC)
-        extra: dict[str, Any] = {"misfire_grace_time": max(1, int(self._misfire))}
+        grace = None if self._misfire is None else max(1, int(self._misfire))
+        extra: dict[str, Any] = {"misfire_grace_time": grace}
         if self.run_at_start:
             extra["next_run_time"] = datetime.now(UTC)
         scheduler.add(self, trigger, **extra)
