@@ -33,7 +33,7 @@ from cryptography.hazmat.primitives import serialization
 
 from .accounting import Accounting
 from .controllers import Controller, ControllerContext, Knobs
-from .faults import ControlRouter, Faults
+from .faults import ControlRouter, Faults, Route
 from .https import HttpsServer
 from .kubeconfig import build_kubeconfig, write_kubeconfig
 from .pki import CertificateAuthority, ServiceAccountTokenIssuer
@@ -96,11 +96,8 @@ class Emulator:
         # Accounting first: requests failed by an injected fault are still calls made.
         self.api.hooks.append(self.accounting.hook)
         self.api.hooks.append(self.faults.hook)
-        self.front = ControlRouter(
-            self.api,
-            self.api.authenticator.authenticate,
-            {"faults": self.faults.http, "requests": self.accounting.http},
-        )
+        routes: dict[str, Route] = {"faults": self.faults.http, "requests": self.accounting.http}
+        self.front = ControlRouter(self.api, self.api.authenticator.authenticate, routes)
         cert_pem, key_pem = self.ca.issue(
             "kube-apiserver",
             dns_names=SERVING_DNS_NAMES,
@@ -108,6 +105,7 @@ class Emulator:
             usage="server",
         )
         self.server = HttpsServer(self.front, cert_pem, key_pem, self.ca.cert_pem, port=port)
+        routes["connections"] = self.server.connection_log.http
         self.faults.attach(self.server)
         self.knobs = knobs or Knobs()
         self._controllers: list[asyncio.Task[None]] = []

@@ -1,8 +1,10 @@
-"""The emulator's HTTPS front: aiohttp's low-level server on 127.0.0.1.
+"""The emulator's HTTPS front on 127.0.0.1: HTTP/2 (http2.py) and HTTP/1.1 (aiohttp's
+low-level server), chosen per connection by ALPN as kube-apiserver offers them.
 
 Translates each HTTP request into an `ApiRequest`, hands it to a `Handler` (the
-ApiServer, or the control router wrapping it) and writes the `ApiResponse` back;
-streaming bodies (watch) are written chunk by chunk as they come.
+ApiServer, or the control router wrapping it) and writes the `ApiResponse` back, gzip-
+compressed where kube-apiserver would compress it; streaming bodies (watch) are written
+chunk by chunk as they come.
 
 It can go offline (close the listener and reset every open connection, so clients
 see "connection refused" or "connection reset") and come back on the same port;
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import ssl
 import tempfile
@@ -27,6 +30,9 @@ from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler
 
+from .compression import compress_response
+from .connection_log import ConnectionLog, ConnectionRecord
+from .http2 import Http2Connection
 from .wire import ApiRequest, ApiResponse
 
 HOST = "127.0.0.1"
@@ -76,8 +82,8 @@ def server_ssl_context(
         ctx.verify_flags |= _X509_V_FLAG_NO_CHECK_TIME
     else:
         ctx.verify_mode = ssl.CERT_NONE
-    # HTTP/1.1 only: clients that prefer h2 (kubectl, httpx http2=True) fall back via ALPN.
-    ctx.set_alpn_protocols(["http/1.1"])
+    # As kube-apiserver: HTTP/2 preferred, HTTP/1.1 for clients that do not offer h2.
+    ctx.set_alpn_protocols(["h2", "http/1.1"])
     return ctx
 
 
@@ -92,7 +98,7 @@ def _headers_of(request: web.BaseRequest) -> dict[str, str]:
     return headers
 
 
-def _peer_cert_der(transport: asyncio.Transport | None) -> bytes | None:
+def _peer_cert_der(transport: asyncio.BaseTransport | None) -> bytes | None:
     if transport is None:
         return None
     ssl_object = transport.get_extra_info("ssl_object")
@@ -103,7 +109,11 @@ def _peer_cert_der(transport: asyncio.Transport | None) -> bytes | None:
 
 
 class HttpsServer:
-    """`async with HttpsServer(handler, cert_pem, key_pem, ca_pem) as srv: srv.url`."""
+    """`async with HttpsServer(handler, cert_pem, key_pem, ca_pem) as srv: srv.url`.
+
+    Offers HTTP/2 and HTTP/1.1 through ALPN, as kube-apiserver does; `connection_log` records
+    every connection it accepted.
+    """
 
     def __init__(
         self,
@@ -119,10 +129,13 @@ class HttpsServer:
         self._ssl = server_ssl_context(cert_pem, key_pem, client_ca_pem)
         self.host = host
         self.port = port
+        self.connection_log = ConnectionLog()
         self._web: web.Server | None = None
         self._listener: asyncio.Server | None = None
-        # Handler tasks currently writing a streaming (watch) response, and their transports.
-        self._streaming: dict[asyncio.Task[Any], asyncio.Transport | None] = {}
+        self._http1_records: dict[asyncio.BaseTransport, ConnectionRecord] = {}
+        self._http2: set[Http2Connection] = set()
+        # Tasks currently writing a streaming (watch) response, and how to cut each.
+        self._streaming: dict[asyncio.Task[Any], Callable[[], None]] = {}
         self._follow_ups: set[asyncio.Task[None]] = set()
 
     @property
@@ -147,19 +160,20 @@ class HttpsServer:
         # A fresh low-level server per listening period, so that going offline leaves no
         # connection behind. Cancelling the handler on disconnect ends watch streams.
         self._web = web.Server(
-            self._serve,
+            self._serve_http1,
             request_factory=self._make_request,
             handler_cancellation=True,
             access_log=None,
         )
         self._listener = await loop.create_server(
-            self._web, self.host, self.port, ssl=self._ssl, reuse_address=True
+            lambda: _AlpnConnection(self), self.host, self.port, ssl=self._ssl, reuse_address=True
         )
         sock = self._listener.sockets[0]
         self.port = sock.getsockname()[1]
 
     async def stop(self) -> None:
-        """Stop serving: end streams, close connections, release the port."""
+        """Stop serving: end streams, send GOAWAY on HTTP/2, close connections, release the
+        port."""
         await self._close(abort=False)
         for task in list(self._follow_ups):
             task.cancel()
@@ -174,14 +188,55 @@ class HttpsServer:
         await self.start()
 
     async def drop_streams(self) -> int:
-        """Reset the connections that carry a streaming (watch) response."""
+        """Cut every streaming (watch) response: an HTTP/1.1 connection that carries one is
+        reset, an HTTP/2 stream is reset on its connection."""
         dropped = list(self._streaming.items())
         self._streaming.clear()
-        for task, transport in dropped:
-            if transport is not None:
-                transport.abort()
+        for task, cut in dropped:
+            cut()
             task.cancel()
         return len(dropped)
+
+    # --- StreamTracker (for the HTTP/2 connections) ----------------------------------------
+
+    def streaming(self, task: asyncio.Task[None], cut: Callable[[], None]) -> None:
+        self._streaming[task] = cut
+
+    def done(self, task: asyncio.Task[None]) -> None:
+        self._streaming.pop(task, None)
+
+    # --- connections -----------------------------------------------------------------------
+
+    def _accept(
+        self, transport: asyncio.BaseTransport
+    ) -> tuple[asyncio.Protocol, ConnectionRecord]:
+        ssl_object = transport.get_extra_info("ssl_object")
+        protocol = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+        if self._web is None:
+            raise ConnectionAbortedError("the server went offline")
+        remote = _remote_of(transport)
+        record = self.connection_log.opened(protocol or "http/1.1", remote)
+        if protocol == "h2":
+            connection = Http2Connection(
+                functools.partial(self._dispatch, record),
+                peer_cert_der=_peer_cert_der(transport),
+                remote=remote,
+                max_body_bytes=MAX_BODY_BYTES,
+                tracker=self,
+                after=self._follow_up,
+            )
+            self._http2.add(connection)
+            return connection, record
+        self._http1_records[transport] = record
+        return self._web(), record
+
+    def _release(
+        self, protocol: asyncio.Protocol, transport: asyncio.BaseTransport, record: ConnectionRecord
+    ) -> None:
+        self.connection_log.closed(record)
+        self._http1_records.pop(transport, None)
+        if isinstance(protocol, Http2Connection):
+            self._http2.discard(protocol)
 
     async def _close(self, *, abort: bool) -> None:
         listener, web_server = self._listener, self._web
@@ -194,6 +249,12 @@ class HttpsServer:
         self._streaming.clear()
         for task in streams:
             task.cancel()
+        http2 = list(self._http2)
+        if abort:
+            for connection in http2:
+                connection.abort()
+        else:
+            await asyncio.gather(*(c.close() for c in http2), return_exceptions=True)
         for protocol in web_server.connections:
             transport = protocol.transport
             if transport is None:
@@ -205,6 +266,26 @@ class HttpsServer:
         # Closing the transports cancels their handlers (handler_cancellation).
         await web_server.shutdown(timeout=1.0)
         await listener.wait_closed()
+
+    # --- requests --------------------------------------------------------------------------
+
+    async def _dispatch(self, record: ConnectionRecord, req: ApiRequest) -> ApiResponse:
+        handling = asyncio.ensure_future(self._handler.handle(req))
+        try:
+            # A client that goes away mid-request must not abort the core halfway.
+            resp = await asyncio.shield(handling)
+        except asyncio.CancelledError:
+            handling.add_done_callback(_close_orphan_stream)
+            raise
+        record.served(req)
+        return compress_response(req, resp)
+
+    def _follow_up(self, resp: ApiResponse) -> None:
+        """Run a response's follow-up once the response has been written."""
+        if isinstance(resp, ResponseWithFollowUp) and resp.then is not None:
+            task = asyncio.create_task(resp.then())
+            self._follow_ups.add(task)
+            task.add_done_callback(self._follow_ups.discard)
 
     def _make_request(
         self,
@@ -224,7 +305,7 @@ class HttpsServer:
             client_max_size=MAX_BODY_BYTES,
         )
 
-    async def _serve(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _serve_http1(self, request: web.BaseRequest) -> web.StreamResponse:
         transport = request.transport
         if request.version == HttpVersion11 and "Expect" in request.headers:
             # curl sends this for large bodies; the low-level server does not answer it.
@@ -240,25 +321,20 @@ class HttpsServer:
             peer_cert_der=_peer_cert_der(transport),
             remote=f"{request.remote}",
         )
-        handling = asyncio.ensure_future(self._handler.handle(req))
-        try:
-            # A client that goes away mid-request must not abort the core halfway.
-            resp = await asyncio.shield(handling)
-        except asyncio.CancelledError:
-            handling.add_done_callback(_close_orphan_stream)
-            raise
+        record = self._http1_records.get(transport) if transport is not None else None
+        if record is None:
+            raise ConnectionResetError("the client went away")
+        resp = await self._dispatch(record, req)
         if resp.stream is not None:
-            return await self._stream(request, transport, resp)
+            return await self._stream_http1(request, transport, resp)
         out = web.Response(status=resp.status, body=resp.body, headers=resp.headers)
         if isinstance(resp, ResponseWithFollowUp) and resp.then is not None:
             await out.prepare(request)
             await out.write_eof()
-            task = asyncio.create_task(resp.then())
-            self._follow_ups.add(task)
-            task.add_done_callback(self._follow_ups.discard)
+            self._follow_up(resp)
         return out
 
-    async def _stream(
+    async def _stream_http1(
         self, request: web.BaseRequest, transport: asyncio.Transport | None, resp: ApiResponse
     ) -> web.StreamResponse:
         assert resp.stream is not None
@@ -266,7 +342,7 @@ class HttpsServer:
         out = web.StreamResponse(status=resp.status, headers=resp.headers)
         task = asyncio.current_task()
         if task is not None:
-            self._streaming[task] = transport
+            self._streaming[task] = transport.abort if transport is not None else _nothing
         try:
             await out.prepare(request)
             async for chunk in stream:
@@ -283,6 +359,57 @@ class HttpsServer:
                 with contextlib.suppress(Exception):
                     await aclose()
         return out
+
+
+class _AlpnConnection(asyncio.Protocol):
+    """The protocol of one accepted connection: once TLS has negotiated, it hands everything
+    to the HTTP/2 or HTTP/1.1 protocol that ALPN chose, and tells the server when it ends."""
+
+    def __init__(self, server: HttpsServer) -> None:
+        self._server = server
+        self._inner: asyncio.Protocol | None = None
+        self._transport: asyncio.BaseTransport | None = None
+        self._record: ConnectionRecord | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        try:
+            self._inner, self._record = self._server._accept(transport)
+        except ConnectionAbortedError:
+            transport.abort()
+            return
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is not None:
+            self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._inner is None or self._transport is None or self._record is None:
+            return
+        self._inner.connection_lost(exc)
+        self._server._release(self._inner, self._transport, self._record)
+
+
+def _remote_of(transport: asyncio.BaseTransport) -> str:
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else ""
+
+
+def _nothing() -> None:
+    return None
 
 
 def _close_orphan_stream(fut: asyncio.Future[ApiResponse]) -> None:

@@ -106,7 +106,8 @@ class FakeApi:
 
     Routes: /echo (the request as JSON), /api/v1/... (resource requests, echoed),
     ?watch=true (a stream of one event per `release()`, ends on `finish()`),
-    /unauthorized (a 401 Status).
+    /unauthorized (a 401 Status), /big?size=N (a JSON body of N bytes, compressible),
+    /events?count=N&size=M (a stream of its own: N lines of M bytes).
     """
 
     hooks: list[Hook] = field(default_factory=list)
@@ -140,6 +141,15 @@ class FakeApi:
     def _route(self, req: ApiRequest, attrs: RequestAttributes) -> ApiResponse:
         if req.path == "/unauthorized":
             raise errors.unauthorized()
+        if req.path == "/big":
+            size = int(req.param("size", "0") or 0)
+            body = b'{"data":"' + b"x" * max(size - 11, 0) + b'"}'
+            return ApiResponse(200, body, {"Content-Type": "application/json"})
+        if req.path == "/events":
+            count, size = int(req.param("count", "1") or 1), int(req.param("size", "16") or 16)
+            return ApiResponse(
+                200, headers={"Content-Type": "application/json"}, stream=self._lines(count, size)
+            )
         if attrs.verb == "watch" or req.path == "/stream":
             return ApiResponse(
                 200, headers={"Content-Type": "application/json"}, stream=self._watch()
@@ -156,6 +166,15 @@ class FakeApi:
             "handled": self.handled,
         }
         return ApiResponse(200, json.dumps(body).encode(), {"Content-Type": "application/json"})
+
+    async def _lines(self, count: int, size: int) -> AsyncIterator[bytes]:
+        """A stream of its own: `count` lines of `size` bytes, as fast as the client reads."""
+        self.streams_opened += 1
+        try:
+            for n in range(count):
+                yield b"%0*d\n" % (size - 1, n)
+        finally:
+            self.streams_closed += 1
 
     async def _watch(self) -> AsyncIterator[bytes]:
         self.streams_opened += 1
