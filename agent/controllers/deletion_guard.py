@@ -48,6 +48,9 @@ MESSAGE_NONE_HELD = "no Work deletion is held"
 NAMES_IN_MESSAGE = 10
 CLUSTER_WRITE_ATTEMPTS = 5
 PUBLISH_RETRY_MAX = 30.0
+# How long after the link returns a deletion below the threshold waits for the rest of a wave.
+SETTLE_SECONDS = 5.0
+SETTLE_RECHECK_SECONDS = 0.5
 
 
 def _rfc3339(moment: datetime.datetime) -> str:
@@ -91,6 +94,12 @@ class DeletionGuard:
         now = self._clock.now()
         until = outage.back_at + self.grace if outage is not None else now
         deleting, total = self._share()
+        if outage is not None and now < until and total and deleting < self.threshold * total:
+            settled_at = outage.back_at + min(self.grace, SETTLE_SECONDS)
+            if now < settled_at:
+                # The deletions of one eviction reach the watch one by one as it catches up:
+                # judge the wave as it arrives, not by its first Work alone.
+                return min(settled_at - now, SETTLE_RECHECK_SECONDS)
         if now >= until or total == 0 or deleting < self.threshold * total:
             self.release(name)
             return None
