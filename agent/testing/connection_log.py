@@ -25,6 +25,8 @@ class ConnectionRecord:
     opened_at: float
     closed_at: float | None = None
     requests: int = 0
+    # Responses sent gzip-compressed (compression.py).
+    gzipped: int = 0
     users: set[str] = field(default_factory=set)
 
     @property
@@ -43,6 +45,7 @@ class ConnectionRecord:
             "peer": self.peer,
             "open": self.open,
             "requests": self.requests,
+            "gzipped": self.gzipped,
             "users": sorted(self.users),
         }
 
@@ -69,6 +72,7 @@ class ConnectionLog:
         self.records = [r for r in self.records if r.open]
         for record in self.records:
             record.requests = 0
+            record.gzipped = 0
             record.users.clear()
 
     def select(

@@ -278,7 +278,10 @@ class HttpsServer:
             handling.add_done_callback(_close_orphan_stream)
             raise
         record.served(req)
-        return compress_response(req, resp)
+        compressed = compress_response(req, resp)
+        if compressed is not resp:
+            record.gzipped += 1
+        return compressed
 
     def _follow_up(self, resp: ApiResponse) -> None:
         """Run a response's follow-up once the response has been written."""
