@@ -234,24 +234,9 @@ class Agent:
 
     async def _start_offline(self) -> None:
         """Serve the recorded Works until registration succeeds (agent.controllers.offline)."""
-        assert self.karmada is not None
-        assert self.member is not None
-        member_objects = MemberObjects(self.member, self.options)
-        self._offline_events = EventRecorder(
-            KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
-        )
-        ctx = AgentContext(
-            options=self.options,
-            cluster_name=self.options.cluster_name,
-            karmada=self.karmada,
-            member=self.member,
-            karmada_mapper=RESTMapper(self.karmada),
-            member_mapper=RESTMapper(self.member),
-            member_objects=member_objects,
-            events=self._offline_events,
-            metrics=self.metrics,
-        )
-        self.offline = OfflineServing(ctx, [member_objects])
+        ctx = self._new_context()
+        self._offline_events = ctx.events
+        self.offline = OfflineServing(ctx, [ctx.member_objects])
         if not await self.offline.start(ctx.work_records()):
             self.log.info("no recorded Works to serve while the control plane is unreachable")
 
@@ -267,29 +252,31 @@ class Agent:
             writes = await offline.report(self.karmada)
             self.log.info("status observed while offline reported", works=writes)
 
-    def _context(self) -> tuple[AgentContext, list[Runnable]]:
+    def _new_context(self) -> AgentContext:
+        """A context with member caches and an Event recorder of its own."""
         assert self.karmada is not None
         assert self.member is not None
-        karmada_mapper = RESTMapper(self.karmada)
-        member_mapper = RESTMapper(self.member)
-        member_objects = MemberObjects(self.member, self.options)
-        # Events get a client of their own, as upstream's event recorder does: its own QPS/burst
-        # budget, so a burst of Events never delays Work status writes (same connections).
-        self.events = EventRecorder(
-            KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
-        )
-        ctx = AgentContext(
+        return AgentContext(
             options=self.options,
             cluster_name=self.options.cluster_name,
             karmada=self.karmada,
             member=self.member,
-            karmada_mapper=karmada_mapper,
-            member_mapper=member_mapper,
-            member_objects=member_objects,
-            events=self.events,
+            karmada_mapper=RESTMapper(self.karmada),
+            member_mapper=RESTMapper(self.member),
+            member_objects=MemberObjects(self.member, self.options),
+            # Events get a client of their own, as upstream's event recorder does: its own
+            # QPS/burst budget, so a burst of Events never delays Work status writes (same
+            # connections).
+            events=EventRecorder(
+                KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
+            ),
             metrics=self.metrics,
         )
-        return ctx, [member_objects, ctx.interpretation()]
+
+    def _context(self) -> tuple[AgentContext, list[Runnable]]:
+        ctx = self._new_context()
+        self.events = ctx.events
+        return ctx, [ctx.member_objects, ctx.interpretation()]
 
     # --- leader election -----------------------------------------------------------------------
 

@@ -28,13 +28,8 @@ log = structlog.get_logger(__name__)
 JsonDict = dict[str, Any]
 
 
-class RecordedWorks(WorkInformer):
-    """The recorded Works in place of the control plane's list+watch; status writes queued."""
-
-    def __init__(self, client: KubeClient, namespace: str, works: list[JsonDict]) -> None:
-        super().__init__(client, namespace, name="recorded works")
-        self.reflector.seed(works)
-        self.queued: dict[str, JsonDict] = {}
+class _NotWatched:
+    """A source that needs no watch: always synced, nothing to start or stop."""
 
     @property
     def synced(self) -> bool:
@@ -48,6 +43,15 @@ class RecordedWorks(WorkInformer):
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
         return True
+
+
+class RecordedWorks(_NotWatched, WorkInformer):
+    """The recorded Works in place of the control plane's list+watch; status writes queued."""
+
+    def __init__(self, client: KubeClient, namespace: str, works: list[JsonDict]) -> None:
+        super().__init__(client, namespace, name="recorded works")
+        self.reflector.seed(works)
+        self.queued: dict[str, JsonDict] = {}
 
     async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
         name = str((work.get("metadata") or {}).get("name"))
@@ -57,13 +61,9 @@ class RecordedWorks(WorkInformer):
         return updated
 
 
-class MemberOnlyCluster(ClusterWatch):
+class MemberOnlyCluster(_NotWatched, ClusterWatch):
     """The Cluster as the offline controllers see it: Ready (they only reach the member, and a
     member that does not answer fails their requests anyway), never terminating."""
-
-    @property
-    def synced(self) -> bool:
-        return True
 
     @property
     def ready(self) -> bool:
@@ -72,15 +72,6 @@ class MemberOnlyCluster(ClusterWatch):
     @property
     def terminating(self) -> bool:
         return False
-
-    def start(self) -> None:
-        pass
-
-    async def stop(self) -> None:
-        pass
-
-    async def wait_synced(self, timeout: float | None = None) -> bool:
-        return True
 
 
 class OfflineServing:

@@ -29,10 +29,15 @@ JsonDict = dict[str, Any]
 
 
 @asynccontextmanager
-async def beside_a_good_work(manifests: list[Any], *, raw: bool = False) -> AsyncIterator[str]:
-    """Create the Work "bad" with `manifests` and the Work "good" with one ConfigMap; yield the
-    Applied=False message of "bad" once "good" is applied."""
+async def beside_a_good_work(
+    manifests: list[Any], *, raw: bool = False, before: list[JsonDict] | None = None
+) -> AsyncIterator[tuple[str, Pair]]:
+    """Create (on the member) the objects `before`, then the Work "bad" with `manifests` and
+    the Work "good" with one ConfigMap; yield the Applied=False message of "bad" once "good" is
+    applied, with the pair."""
     async with running_pair("execution") as pair:
+        for obj in before or []:
+            await pair.member_client.create(CONFIGMAPS, obj)
         await pair.create_work(karmada_work("bad", manifests, raw=raw))
         await pair.create_work(karmada_work("good", [configmap("good")]))
         await pair.wait_work("good", APPLIED_OK, "the good Work applied")
@@ -41,7 +46,7 @@ async def beside_a_good_work(manifests: list[Any], *, raw: bool = False) -> Asyn
         cond = condition(failed, names.WORK_APPLIED)
         assert cond is not None
         assert cond["reason"] == names.REASON_APPLIED_FAILED
-        yield str(cond["message"])
+        yield str(cond["message"]), pair
         assert names.EVENT_SYNC_FAILED in {e["reason"] for e in await pair.events_for("bad")}
 
 
@@ -67,7 +72,7 @@ async def test_a_manifest_that_is_not_an_object() -> None:
 
 async def test_a_manifest_without_api_version() -> None:
     no_version = {"kind": "ConfigMap", "metadata": {"name": "nov", "namespace": "default"}}
-    async with beside_a_good_work([no_version]) as message:
+    async with beside_a_good_work([no_version]) as (message, _):
         assert message == (
             "Failed to apply all manifests (0/1): "
             "manifest 0 (ConfigMap default/nov) has no apiVersion"
@@ -76,7 +81,7 @@ async def test_a_manifest_without_api_version() -> None:
 
 async def test_a_manifest_without_kind() -> None:
     no_kind = {"apiVersion": "v1", "metadata": {"name": "nok", "namespace": "default"}}
-    async with beside_a_good_work([configmap("fine"), no_kind]) as message:
+    async with beside_a_good_work([configmap("fine"), no_kind]) as (message, _):
         assert message == (
             "Failed to apply all manifests (1/2): manifest 1 (default/nok) has no kind"
         )
@@ -88,7 +93,7 @@ async def test_a_manifest_of_a_kind_the_member_does_not_serve() -> None:
         "kind": "Gadget",
         "metadata": {"name": "g", "namespace": "default"},
     }
-    async with beside_a_good_work([gadget]) as message:
+    async with beside_a_good_work([gadget]) as (message, _):
         assert message.startswith(
             "Failed to apply all manifests (0/1): manifest 0 (Gadget default/g): "
         )
@@ -99,12 +104,7 @@ async def test_a_manifest_of_a_kind_the_member_does_not_serve() -> None:
 async def test_a_manifest_the_member_refuses_as_invalid() -> None:
     broken = deployment("broken")
     broken["spec"]["selector"] = {"matchLabels": {"app": "something-else"}}
-    async with running_pair("execution") as pair:
-        await pair.create_work(karmada_work("bad", [broken]))
-        await pair.create_work(karmada_work("good", [configmap("good")]))
-        await pair.wait_work("good", APPLIED_OK)
-        failed = await pair.wait_work("bad", APPLIED_FAILED)
-        message = str((condition(failed, names.WORK_APPLIED) or {})["message"])
+    async with beside_a_good_work([broken]) as (message, pair):
         assert message.startswith(
             "Failed to apply all manifests (0/1): manifest 0 (Deployment default/broken): "
             "refused by the member cluster: 422 Invalid: "
@@ -119,7 +119,7 @@ async def test_a_manifest_the_member_refuses_as_invalid() -> None:
 async def test_a_manifest_over_the_member_size_limit() -> None:
     # ConfigMap data may total 1 MiB; the Work itself still fits the control plane's limits.
     huge = configmap("huge", data={"blob": "x" * (1024 * 1024 + 1)})
-    async with beside_a_good_work([huge]) as message:
+    async with beside_a_good_work([huge]) as (message, _):
         assert message.startswith(
             "Failed to apply all manifests (0/1): manifest 0 (ConfigMap default/huge): "
             "refused by the member cluster: 422 Invalid: "
@@ -128,13 +128,9 @@ async def test_a_manifest_over_the_member_size_limit() -> None:
 
 
 async def test_a_manifest_colliding_with_an_unmanaged_object() -> None:
-    async with running_pair("execution") as pair:
-        await pair.member_client.create(CONFIGMAPS, configmap("local", data={"by": "hand"}))
-        await pair.create_work(karmada_work("bad", [configmap("local", data={"by": "karmada"})]))
-        await pair.create_work(karmada_work("good", [configmap("good")]))
-        await pair.wait_work("good", APPLIED_OK)
-        failed = await pair.wait_work("bad", APPLIED_FAILED)
-        message = str((condition(failed, names.WORK_APPLIED) or {})["message"])
+    local = configmap("local", data={"by": "hand"})
+    taking = [configmap("local", data={"by": "karmada"})]
+    async with beside_a_good_work(taking, before=[local]) as (message, pair):
         assert message.startswith(
             "Failed to apply all manifests (0/1): manifest 0 (ConfigMap default/local): "
             "ConfigMap default/local already exists in the member cluster and is not managed by "

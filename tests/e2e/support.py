@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
+from agent.app import Agent, run
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
+from agent.options import parse_options
 from tests import polling
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,3 +79,56 @@ async def work_applied(client: KubeClient, cluster: str, name: str) -> dict[str,
         return None
     found = condition(work, "Applied")
     return work if found and found["status"] == "True" else None
+
+
+def configmap(name: str, data: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": data if data is not None else {"k": name},
+    }
+
+
+@contextlib.asynccontextmanager
+async def running_agent(
+    karmada_kc: Path,
+    member_kc: Path,
+    cluster: str,
+    *flags: str,
+    registry: CollectorRegistry | None = None,
+) -> AsyncIterator[tuple[asyncio.Task[int], Agent]]:
+    """The agent in-process (no leader election, no listeners) with `flags`; stopped at the end,
+    where it must exit 0."""
+    options = parse_options(
+        [
+            f"--karmada-kubeconfig={karmada_kc}",
+            f"--kubeconfig={member_kc}",
+            f"--cluster-name={cluster}",
+            "--leader-elect=false",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+            *flags,
+        ]
+    )
+    stop = asyncio.Event()
+    agents: list[Agent] = []
+    task = asyncio.create_task(
+        run(
+            options,
+            stop_event=stop,
+            install_signal_handlers=False,
+            registry=registry,
+            on_agent=agents.append,
+        )
+    )
+    try:
+        await polling.eventually(lambda: _ready(bool(agents)), what="the agent created")
+        yield task, agents[0]
+    finally:
+        stop.set()
+        assert await asyncio.wait_for(task, 30) == 0
+
+
+async def _ready(value: bool) -> bool:
+    return value

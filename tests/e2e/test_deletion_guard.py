@@ -12,16 +12,24 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from agent.app import Agent, run
+from agent.app import Agent
 from agent.controllers.deletion_guard import CONDITION_DELETION_HELD, EVENT_DELETION_HELD
 from agent.controllers.execution import EVENT_WORK_ORPHANED
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import NotFoundError
-from agent.options import parse_options
 from agent.testing.emulator import Emulator, run_emulator
 from agent.testing.works import control_plane_work
 
-from .support import CLUSTERS, client_for, cluster_ready, condition, eventually, work_applied
+from .support import (
+    CLUSTERS,
+    client_for,
+    cluster_ready,
+    condition,
+    configmap,
+    eventually,
+    running_agent,
+    work_applied,
+)
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CONFIGMAPS = GVR("", "v1", "configmaps")
@@ -29,50 +37,6 @@ EVENTS = GVR("", "v1", "events")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 NAMES = ("a", "b", "c", "d")
-
-
-def configmap(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"k": name},
-    }
-
-
-@contextlib.asynccontextmanager
-async def running_agent(
-    karmada_kc: Path, member_kc: Path, registry: CollectorRegistry, *flags: str
-) -> AsyncIterator[tuple[asyncio.Task[int], list[Agent]]]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--leader-elect=false",
-            "--cluster-status-update-frequency=1s",
-            "--cluster-lease-duration=2s",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-            *flags,
-        ]
-    )
-    stop = asyncio.Event()
-    agents: list[Agent] = []
-    task = asyncio.create_task(
-        run(
-            options,
-            stop_event=stop,
-            install_signal_handlers=False,
-            registry=registry,
-            on_agent=agents.append,
-        )
-    )
-    try:
-        yield task, agents
-    finally:
-        stop.set()
-        assert await asyncio.wait_for(task, 30) == 0
 
 
 async def on_member(member: KubeClient, name: str) -> bool:
@@ -146,14 +110,22 @@ async def four_works_applied(tmp_path: Path, grace: str) -> AsyncIterator[Scenar
         member = await client_for(member_kc)
         flags = (f"--work-deletion-grace-period={grace}", "--work-deletion-hold-threshold=0.5")
         try:
-            async with running_agent(karmada_kc, member_kc, registry, *flags) as (task, agents):
+            async with running_agent(
+                karmada_kc,
+                member_kc,
+                CLUSTER,
+                "--cluster-status-update-frequency=1s",
+                "--cluster-lease-duration=2s",
+                *flags,
+                registry=registry,
+            ) as (task, agent):
                 await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
                 for name in NAMES:
                     work = control_plane_work(CLUSTER, name, [configmap(name)])
                     await admin.create(WORKS, work, namespace=ES)
                 for name in NAMES:
                     await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
-                yield Scenario(cp, admin, member, registry, agents[0], task)
+                yield Scenario(cp, admin, member, registry, agent, task)
         finally:
             await member.close()
             await admin.close()

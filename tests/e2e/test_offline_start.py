@@ -4,7 +4,6 @@ reports what it observed in one status write per Work, and carries on by itself.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from agent.app import Agent, run
+from agent.app import Agent
 from agent.controllers.work_record import CLUSTER_LABEL, RECORD_LABEL
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import NotFoundError
-from agent.options import parse_options
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
-from .support import client_for, cluster_ready, eventually, work_applied
+from .support import (
+    client_for,
+    cluster_ready,
+    configmap,
+    eventually,
+    running_agent,
+    work_applied,
+)
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CONFIGMAPS = GVR("", "v1", "configmaps")
@@ -29,15 +34,6 @@ SECRETS = GVR("", "v1", "secrets")
 LEASES = GVR("coordination.k8s.io", "v1", "leases")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
-
-
-def configmap(name: str, data: dict[str, str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": data,
-    }
 
 
 def deployment(name: str) -> dict[str, Any]:
@@ -58,31 +54,16 @@ def deployment(name: str) -> dict[str, Any]:
 
 
 @contextlib.asynccontextmanager
-async def running_agent(karmada_kc: Path, member_kc: Path) -> AsyncIterator[Agent]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--leader-elect=false",
-            "--cluster-status-update-frequency=1s",
-            "--cluster-lease-duration=4s",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-        ]
-    )
-    stop = asyncio.Event()
-    agents: list[Agent] = []
-    task = asyncio.create_task(
-        run(options, stop_event=stop, install_signal_handlers=False, on_agent=agents.append)
-    )
-    try:
-        await eventually(lambda: _true(bool(agents)), what="the agent created")
-        yield agents[0]
+async def agent_running(karmada_kc: Path, member_kc: Path) -> AsyncIterator[Agent]:
+    async with running_agent(
+        karmada_kc,
+        member_kc,
+        CLUSTER,
+        "--cluster-status-update-frequency=1s",
+        "--cluster-lease-duration=4s",
+    ) as (task, agent):
+        yield agent
         assert not task.done(), f"the agent exited with {task.result()}"
-    finally:
-        stop.set()
-        assert await asyncio.wait_for(task, 30) == 0
 
 
 async def _true(value: bool) -> bool:
@@ -125,7 +106,7 @@ async def test_agent_started_during_an_outage_serves_its_record(tmp_path: Path) 
         admin = await client_for(karmada_kc)
         member = await client_for(member_kc)
         try:
-            async with running_agent(karmada_kc, member_kc):
+            async with agent_running(karmada_kc, member_kc):
                 await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
                 web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
                 await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
@@ -152,7 +133,7 @@ async def test_agent_started_during_an_outage_serves_its_record(tmp_path: Path) 
                 namespace="default",
             )
 
-            async with running_agent(karmada_kc, member_kc) as agent:
+            async with agent_running(karmada_kc, member_kc) as agent:
                 # Served from the record while the control plane stays unreachable.
                 await eventually(
                     lambda: _true_when(configmap_data(member, "web-config"), {"mode": "fast"}),

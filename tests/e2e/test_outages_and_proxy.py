@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.app import run
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import NotFoundError
-from agent.options import parse_options
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
-from .support import client_for, cluster_ready, eventually, work_applied
+from . import support
+from .support import client_for, cluster_ready, configmap, eventually, work_applied
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
@@ -28,36 +27,16 @@ CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 
 
-def configmap(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"k": name},
-    }
-
-
 @contextlib.asynccontextmanager
 async def running_agent(karmada_kc: Path, member_kc: Path) -> AsyncIterator[asyncio.Task[int]]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--leader-elect=false",
-            "--cluster-status-update-frequency=1s",
-            "--cluster-lease-duration=4s",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-        ]
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))
-    try:
+    async with support.running_agent(
+        karmada_kc,
+        member_kc,
+        CLUSTER,
+        "--cluster-status-update-frequency=1s",
+        "--cluster-lease-duration=4s",
+    ) as (task, _):
         yield task
-    finally:
-        stop.set()
-        assert await asyncio.wait_for(task, 30) == 0
 
 
 async def ready(admin: KubeClient, agent: asyncio.Task[int]) -> bool:

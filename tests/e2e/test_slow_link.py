@@ -5,21 +5,24 @@ few (measured as connection attempts at the proxy)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import yaml
 
-from agent.app import run
 from agent.kube.client import GVR
-from agent.options import parse_options
 from agent.testing.emulator import run_emulator
 from agent.testing.netproxy import LinkProxy
 from agent.testing.works import control_plane_work
 
-from .support import client_for, cluster_ready, eventually, work_applied
+from .support import (
+    client_for,
+    cluster_ready,
+    configmap,
+    eventually,
+    running_agent,
+    work_applied,
+)
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTER = "member1"
@@ -29,13 +32,9 @@ ES = f"karmada-es-{CLUSTER}"
 OUTAGE_ATTEMPTS_PER_SECOND = 1.0
 
 
-def configmap(name: str) -> dict[str, object]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": {"k": "v" * 2000},
-    }
+def payload(name: str) -> dict[str, object]:
+    """A ConfigMap of some size, so that the bandwidth limit shows."""
+    return configmap(name, {"k": "v" * 2000})
 
 
 def through(kubeconfig: Path, proxy: LinkProxy, out: Path) -> Path:
@@ -44,29 +43,6 @@ def through(kubeconfig: Path, proxy: LinkProxy, out: Path) -> Path:
     out.write_text(yaml.safe_dump(config))
     out.chmod(0o600)
     return out
-
-
-@contextlib.asynccontextmanager
-async def agent_over(karmada_kc: Path, member_kc: Path, *flags: str) -> AsyncIterator[None]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--leader-elect=false",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-            *flags,
-        ]
-    )
-    stop = asyncio.Event()
-    task = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))
-    try:
-        yield
-        assert not task.done(), f"the agent exited with {task.result()}"
-    finally:
-        stop.set()
-        assert await asyncio.wait_for(task, 30) == 0
 
 
 @pytest.mark.timeout(120)
@@ -86,11 +62,11 @@ async def test_works_flow_over_a_slow_link_and_an_outage_costs_few_requests(
             try:
                 proxy.latency = 0.15  # 300 ms round trip
                 proxy.bandwidth = 256 * 1024 // 8  # 256 kbit/s
-                async with agent_over(agent_kc, member_kc):
+                async with running_agent(agent_kc, member_kc, CLUSTER) as (task, _):
                     await eventually(
                         lambda: cluster_ready(admin, CLUSTER), timeout=60, what="Ready over it"
                     )
-                    work = control_plane_work(CLUSTER, "slow", [configmap("slow")])
+                    work = control_plane_work(CLUSTER, "slow", [payload("slow")])
                     await admin.create(WORKS, work, namespace=ES)
                     await eventually(
                         lambda: work_applied(admin, CLUSTER, "slow"), timeout=30, what="applied"
@@ -112,7 +88,7 @@ async def test_works_flow_over_a_slow_link_and_an_outage_costs_few_requests(
                     print(f"outage: {attempts} connection attempts in 12 s ({rate:.2f}/s)")
                     assert rate <= OUTAGE_ATTEMPTS_PER_SECOND, f"{attempts} attempts in 12 s"
 
-                    after = control_plane_work(CLUSTER, "after", [configmap("after")])
+                    after = control_plane_work(CLUSTER, "after", [payload("after")])
                     await admin.create(WORKS, after, namespace=ES)
                     proxy.refuse = False
                     back_at = loop.time()
@@ -121,6 +97,7 @@ async def test_works_flow_over_a_slow_link_and_an_outage_costs_few_requests(
                     await eventually(
                         lambda: work_applied(admin, CLUSTER, "after"), timeout=20, what="after"
                     )
+                    assert not task.done()
                     print(
                         f"Work created during the outage applied {loop.time() - back_at:.1f}s "
                         "after the link came back"
