@@ -221,6 +221,34 @@ class ExecutionController(WorkController):
         if objects or name in self.guard.held:
             self._report_orphaned(work, sorted(objects or ()))
 
+    async def _start_workers(self) -> None:
+        await super()._start_workers()
+        await self._settle_records()
+
+    async def _settle_records(self) -> None:
+        """Records of Works that went while no agent watched (deleted behind our back, their
+        finalizer removed by someone else): the member objects still there are reported
+        orphaned, and the record goes."""
+        try:
+            recorded = await self.records.load()
+        except KubeError as exc:
+            self.log.warning("cannot read the Work records on the member", error=str(exc))
+            return
+        present = set(self.works.names())
+        for work in recorded:
+            name = str(_meta(work).get("name"))
+            if name in present:
+                continue
+            wlog = self.log.bind(work=f"{self.namespace}/{name}")
+            try:
+                left = await self._owned_objects(work, wlog)
+            except KubeError as exc:
+                wlog.warning("cannot check the objects of a vanished Work", error=str(exc))
+                continue
+            if left:
+                self._report_orphaned(work, sorted((gvr, ns, m.name) for m, gvr, ns, _ in left))
+            await self._drop_record(name, wlog)
+
     def _report_orphaned(self, work: JsonDict, objects: list[ObjectKey]) -> None:
         described = ", ".join(
             f"{gvr.resource} {namespace}/{name}" if namespace else f"{gvr.resource} {name}"
