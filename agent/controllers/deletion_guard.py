@@ -29,7 +29,7 @@ from agent.karmada import collected, names
 from agent.karmada.conditions import find, new_condition, set_condition
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.controller import RetryableError
-from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
 from agent.resources import CLUSTERS
 
@@ -154,6 +154,12 @@ class DeletionGuard:
                     LEASES, self.ctx.cluster_name, namespace=names.CLUSTER_LEASE_NAMESPACE
                 )
             except NotFoundError:
+                lease = None
+            except ForbiddenError as exc:
+                # Not ours to read: nothing known of an outage, deletions behave as upstream.
+                log.warning(
+                    "cannot read the cluster Lease; deletions are not guarded", error=str(exc)
+                )
                 lease = None
             except KubeError as exc:
                 raise RetryableError(
