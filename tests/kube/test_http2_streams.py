@@ -127,3 +127,24 @@ async def test_a_watch_on_a_closed_connection_ends_at_once(
         await transport.close()
         with pytest.raises(TransportError):
             await asyncio.wait_for(waiting, 5)
+
+
+async def test_after_goaway_requests_go_to_a_new_connection(
+    server: tuple[HttpsServer, FakeApi, bytes],
+) -> None:
+    """A server that shuts down sends GOAWAY; once it listens again, the next request opens a
+    new connection instead of failing on the old one."""
+    srv, api, ca_pem = server
+    transport = transport_to(srv, ca_pem)
+    try:
+        async with transport.stream("GET", "/api/v1/pods", params={"watch": "1"}) as watch:
+            waiting = asyncio.create_task(anext(watch.lines()))
+            await eventually(lambda: api.streams_opened == 1)
+            await srv.stop()
+            with pytest.raises((TransportError, StopAsyncIteration)):
+                await asyncio.wait_for(waiting, 5)
+        await srv.start()
+        assert (await transport.request("GET", "/echo", timeout=5)).status == 200
+    finally:
+        await transport.close()
+    assert [r.protocol for r in srv.connection_log.records] == ["h2", "h2"]
