@@ -1,0 +1,576 @@
+"""Many faults at once, with numbers: the agent keeps every Work right through a chaos scenario.
+
+    python -m bench.chaos [--works 100] [--control-plane-outage 60] [--member-outage 20]
+                          [--watch-cut-every 5] [--agent-arg=... ...] [--out FILE]
+
+The emulated control plane and member each run in a process of their own (bench.emulators),
+the real agent in a third (`python -m agent`), its link to the control plane through the test
+proxy (agent.testing.netproxy) at 300 ms RTT and 256 kbit/s. The scenario, in order:
+
+1. faults on both sides for the agent's requests only: a share answer 500, as many 429 with
+   Retry-After; every watch stream is cut every `--watch-cut-every` seconds;
+2. a burst of `--works` Works (a ConfigMap or a Deployment each) created at once;
+3. with a quarter of them applied, both sides' history is compacted (resuming watches get
+   410 Gone); with half applied, the agent is killed with SIGKILL;
+4. the control plane goes offline for `--control-plane-outage` seconds; meanwhile the agent is
+   restarted (it serves from its durable record) and the member drifts (an object deleted, a
+   Deployment scaled);
+5. the member goes offline for `--member-outage` seconds;
+6. the faults end (rules removed, watch cuts stopped; the slow link stays).
+
+Pass criteria (`failures()`), reported by the benchmark and asserted by tests/e2e/test_chaos.py
+at a small size: every Work converges (Applied=True, its member object as specified) within
+30 s after the faults end; no Work lost; no member object deleted by the agent; the agent never
+exits but for the deliberate kill; Event objects per Work bounded; connection attempts towards
+the control plane during its outage bounded (counted at the proxy, the emulator being down).
+Prints a table and writes JSON (default bench/results/chaos.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.kube.client import GVR, KubeClient
+from agent.kube.errors import KubeError, NotFoundError
+from agent.testing.netproxy import LinkProxy
+from agent.testing.works import control_plane_work
+
+from .agent_latency import (
+    AGENT_USER,
+    CLUSTER,
+    CLUSTERS,
+    ES,
+    EVENTS,
+    JSON,
+    NAMESPACE,
+    WORKS,
+    applied,
+    manifest,
+)
+from .emulators import EmulatorProcess, emulator_process
+from .report import report
+
+CONFIGMAPS = GVR("", "v1", "configmaps")
+DEPLOYMENTS = GVR("apps", "v1", "deployments")
+MEMBER_KINDS = {"ConfigMap": CONFIGMAPS, "Deployment": DEPLOYMENTS}
+PREFIX = "chaos-"
+# Pass criteria.
+CONVERGE_WITHIN_SECONDS = 30.0
+EVENTS_PER_WORK_MAX = 10
+OUTAGE_ATTEMPTS_PER_SECOND_MAX = 1.0
+# The agent restarted during the outage starts its reconnect backoff afresh: its first steps
+# (0.2, 0.4, 0.8, 1.6 s) come faster than one a second.
+OUTAGE_ATTEMPTS_AT_START = 4
+# A request to an emulator that is down fails at once; one that hangs is a bug worth seeing.
+CALL_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Scale:
+    works: int = 100
+    control_plane_outage: float = 60.0
+    member_outage: float = 20.0
+    watch_cut_every: float = 5.0
+    error_share: float = 0.10  # half 500, half 429 with Retry-After
+    rtt_seconds: float = 0.3
+    bandwidth_bits: int = 256 * 1024
+    agent_args: tuple[str, ...] = ()
+
+    @classmethod
+    def ci(cls) -> Scale:
+        return cls(works=20, control_plane_outage=5.0, member_outage=3.0, watch_cut_every=2.0)
+
+
+@dataclass
+class Clock:
+    """Moments of the run (seconds since its start) and what the scenario observed."""
+
+    started: float = field(default_factory=time.monotonic)
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, what: str) -> float:
+        now = time.monotonic()
+        self.marks[what] = round(now - self.started, 2)
+        return now
+
+
+async def run(scale: Scale, directory: Path | None = None) -> JSON:
+    directory = directory or Path(tempfile.mkdtemp(prefix="agent-chaos-"))
+    clock = Clock()
+    async with (
+        emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
+        emulator_process("member", CLUSTER, directory, client_user=AGENT_USER) as member,
+        LinkProxy(*_host_port(cp.url)) as link,
+    ):
+        link.latency = scale.rtt_seconds / 2
+        link.bandwidth = scale.bandwidth_bits // 8
+        agent = AgentProcess(
+            directory,
+            [
+                f"--karmada-kubeconfig={_through(cp.client_kubeconfig, link, directory)}",
+                f"--kubeconfig={member.client_kubeconfig}",
+                f"--cluster-name={CLUSTER}",
+                "--leader-elect=false",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+                *scale.agent_args,
+            ],
+        )
+        await agent.start()
+        try:
+            return await _scenario(scale, clock, cp, member, link, agent)
+        finally:
+            await agent.stop()
+
+
+async def _scenario(
+    scale: Scale,
+    clock: Clock,
+    cp: EmulatorProcess,
+    member: EmulatorProcess,
+    link: LinkProxy,
+    agent: AgentProcess,
+) -> JSON:
+    admin, member_admin = cp.admin, member.admin
+    await _until(lambda: _cluster_ready(admin), 90, "Cluster Ready", agent)
+    clock.mark("ready")
+    namespace = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
+    await admin.create(WORKS, control_plane_work(CLUSTER, PREFIX + "ns", namespace), namespace=ES)
+    await _until(lambda: _applied_names(admin, {PREFIX + "ns"}), 60, "namespace applied", agent)
+
+    # The agent's lists of these, counted by the emulators, tell that it relisted after a 410.
+    relisted = ((cp, "works"), (member, "configmaps"))
+    for emu in (cp, member):
+        await _add_error_rules(emu, scale.error_share)
+    cutter = asyncio.create_task(_cut_watches((cp, member), scale.watch_cut_every))
+    clock.mark("faults_on")
+    try:
+        names = {f"{PREFIX}{i}": manifest(i) for i in range(scale.works)}
+        for name, obj in names.items():
+            await _call(admin.create(WORKS, control_plane_work(CLUSTER, name, [obj]), namespace=ES))
+        clock.mark("burst_created")
+
+        lists_before = {emu.name: await _lists(emu, resource) for emu, resource in relisted}
+        for emu in (cp, member):
+            await _force_gone(emu)
+        clock.mark("history_compacted")
+
+        async def relisted_after_gone() -> bool:
+            lists = {emu.name: await _lists(emu, resource) for emu, resource in relisted}
+            return all(lists[name] > lists_before[name] for name in lists)
+
+        await _until(relisted_after_gone, 60, "relisted after 410 Gone on both sides", agent)
+        clock.mark("relisted_after_gone")
+
+        async def share_applied(share: float) -> bool:
+            return len(await _applied_names(admin, set(names))) >= share * len(names)
+
+        await _until(lambda: share_applied(0.5), 300, "half applied", agent)
+        applied_at_kill = await _applied_names(admin, set(names))
+        agent.kill()
+        clock.mark("agent_killed")
+
+        cp_down = clock.mark("control_plane_offline")
+        await _offline(cp, scale.control_plane_outage)
+        await agent.start()
+        clock.mark("agent_restarted")
+        drifted = await _drift(member_admin, names, applied_at_kill)
+        await _until(lambda: _online(cp), scale.control_plane_outage + 30, "control plane back")
+        cp_up = clock.mark("control_plane_online")
+        outage_attempts = link.attempts_since(_loop_time_of(cp_down))
+        attempt_times = [
+            round(t - _loop_time_of(cp_down), 1)
+            for t in link.opened_at
+            if t >= _loop_time_of(cp_down)
+        ]
+        outage_seconds = cp_up - cp_down
+
+        clock.mark("member_offline")
+        await _offline(member, scale.member_outage)
+        await _until(lambda: _online(member), scale.member_outage + 30, "member back")
+        clock.mark("member_online")
+    finally:
+        cutter.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await cutter
+    fired = {emu.name: await _clear_rules(emu) for emu in (cp, member)}
+    faults_end = clock.mark("faults_end")
+
+    converged_at: list[float] = []
+
+    async def converged() -> bool:
+        agent.check_alive()
+        if len(await _applied_names(admin, set(names))) < len(names):
+            return False
+        if await _member_mismatches(member_admin, names):
+            return False
+        converged_at.append(time.monotonic())
+        return True
+
+    with contextlib.suppress(TimeoutError):
+        await _until(converged, CONVERGE_WITHIN_SECONDS * 4, "every Work converged", agent)
+    clock.mark("converged" if converged_at else "gave_up")
+    await _until(lambda: _quiet(admin), 60, "the agent's Events settled", agent)
+
+    works_left = {
+        w["metadata"]["name"]
+        for w in (await admin.list(WORKS, namespace=ES))["items"]
+        if w["metadata"]["name"] in names and not w["metadata"].get("deletionTimestamp")
+    }
+    events = await _events_per_work(admin, set(names))
+    member_deletes = await _agent_deletes(member)
+    return {
+        "works": scale.works,
+        "scale": {k: v for k, v in asdict(scale).items() if k != "agent_args"},
+        "agent_args": " ".join(scale.agent_args),
+        "converged_seconds_after_faults": (
+            round(converged_at[0] - faults_end, 1) if converged_at else None
+        ),
+        "works_not_converged": sorted(await _not_converged(admin, member_admin, names)),
+        "works_lost": len(names) - len(works_left),
+        "member_objects_deleted_by_agent": member_deletes,
+        "agent_unexpected_exits": agent.unexpected_exits,
+        "events_per_work_max": max(events.values(), default=0),
+        "events_per_work_mean": round(sum(events.values()) / len(names), 2),
+        "control_plane_outage_seconds": round(outage_seconds, 1),
+        "control_plane_connection_attempts_in_outage": outage_attempts,
+        "control_plane_attempts_per_second_in_outage": round(outage_attempts / outage_seconds, 2),
+        "control_plane_attempt_moments_in_outage": attempt_times,
+        "works_applied_at_kill": len(applied_at_kill),
+        "member_drift_during_outage": drifted,
+        "faults_fired": fired,
+        "timeline_seconds": clock.marks,
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    }
+
+
+def failures(result: JSON) -> list[str]:
+    """The pass criteria the result misses (empty: passed)."""
+    out = []
+    took = result["converged_seconds_after_faults"]
+    if took is None or took > CONVERGE_WITHIN_SECONDS:
+        out.append(f"converged after {took} s (limit {CONVERGE_WITHIN_SECONDS})")
+    if result["works_not_converged"]:
+        out.append(f"not converged: {result['works_not_converged']}")
+    for key in ("works_lost", "member_objects_deleted_by_agent", "agent_unexpected_exits"):
+        if result[key]:
+            out.append(f"{key}: {result[key]}")
+    if result["events_per_work_max"] > EVENTS_PER_WORK_MAX:
+        out.append(f"{result['events_per_work_max']} Events for one Work")
+    attempts, seconds = (
+        result["control_plane_connection_attempts_in_outage"],
+        result["control_plane_outage_seconds"],
+    )
+    if attempts > OUTAGE_ATTEMPTS_AT_START + OUTAGE_ATTEMPTS_PER_SECOND_MAX * seconds:
+        out.append(f"{attempts} connection attempts in a {seconds} s outage")
+    return out
+
+
+# --- the agent as a process of its own ------------------------------------------------------
+
+
+class AgentProcess:
+    def __init__(self, directory: Path, args: list[str]) -> None:
+        self.args = args
+        self.log_path = directory / "agent.log"
+        self.process: asyncio.subprocess.Process | None = None
+        self.unexpected_exits = 0
+        self._log = self.log_path.open("ab")
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "agent", *self.args, stdout=self._log, stderr=self._log
+        )
+
+    def kill(self) -> None:
+        self.check_alive()
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process = None  # its exit is the deliberate one
+
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.returncode is not None:
+            self.unexpected_exits += 1
+            code, self.process = self.process.returncode, None
+            raise AgentExitedError(f"the agent exited with {code}; see {self.log_path}")
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+        self._log.close()
+
+
+class AgentExitedError(RuntimeError):
+    pass
+
+
+# --- faults over HTTP -------------------------------------------------------------------------
+
+
+async def _control(emu: EmulatorProcess, method: str, what: str, body: JSON | None = None) -> Any:
+    """A request to /_emulator/faults[/what] (the emulator's fault control)."""
+    response = await emu.admin.transport.request(
+        method,
+        "/_emulator/faults" + (f"/{what}" if what else ""),
+        body=json.dumps(body).encode() if body is not None else None,
+        content_type="application/json" if body is not None else None,
+    )
+    return response.json()
+
+
+async def _add_error_rules(emu: EmulatorProcess, share: float) -> None:
+    for rule in (
+        {"code": 500, "probability": share / 2},
+        {"code": 429, "retryAfterSeconds": 1, "probability": share / 2},
+    ):
+        await _control(emu, "POST", "rules", {**rule, "user": AGENT_USER})
+
+
+async def _clear_rules(emu: EmulatorProcess) -> int:
+    rules = (await _control(emu, "GET", "rules"))["rules"]
+    await _control(emu, "DELETE", "rules")
+    return sum(int(r["fired"]) for r in rules)
+
+
+async def _cut_watches(emus: tuple[EmulatorProcess, ...], every: float) -> None:
+    while True:
+        await asyncio.sleep(every)  # the fault's own period
+        for emu in emus:
+            # An emulator that is offline has no watches to cut.
+            with contextlib.suppress(Exception):
+                await _call(_control(emu, "POST", "drop-watches", {}))
+
+
+async def _force_gone(emu: EmulatorProcess) -> None:
+    """Compact the history past every watcher's position, then cut the watches: those that
+    resume from where they were get 410 Gone. The write first moves the revision on (on an
+    object no watch of the agent selects)."""
+    marker = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "chaos-marker"}}
+    with contextlib.suppress(Exception):
+        await emu.admin.create(CONFIGMAPS, marker, namespace="default")
+    await emu.admin.patch(
+        CONFIGMAPS, "chaos-marker", {"data": {"t": str(time.time())}}, patch_type="merge",
+        namespace="default",
+    )  # fmt: skip
+    await _control(emu, "POST", "compact", {})
+    await _control(emu, "POST", "drop-watches", {})
+
+
+async def _offline(emu: EmulatorProcess, seconds: float) -> None:
+    await _control(emu, "POST", "offline", {"seconds": seconds})
+    await _until(lambda: _offline_now(emu), 10, f"{emu.name} offline")
+
+
+async def _offline_now(emu: EmulatorProcess) -> bool:
+    try:
+        await _call(_control(emu, "GET", ""))
+    except Exception:
+        return True
+    return False
+
+
+async def _online(emu: EmulatorProcess) -> bool:
+    try:
+        state = await _call(_control(emu, "GET", ""))
+    except Exception:
+        return False
+    return not state["offline"]
+
+
+async def _lists(emu: EmulatorProcess, resource: str) -> int:
+    rows = await _call(emu.requests())
+    return sum(
+        int(r["count"]) for r in rows if r["verb"] == "list" and r.get("resource") == resource
+    )
+
+
+async def _agent_deletes(emu: EmulatorProcess) -> int:
+    """Deletions by the agent of the kinds the Works carry (none of those Works was deleted)."""
+    resources = {gvr.resource for gvr in MEMBER_KINDS.values()}
+    return sum(
+        int(row["count"])
+        for row in await emu.requests()
+        if row["verb"] in ("delete", "deletecollection") and row.get("resource") in resources
+    )
+
+
+# --- what the scenario observes ---------------------------------------------------------------
+
+
+async def _cluster_ready(admin: KubeClient) -> bool:
+    try:
+        cluster = await admin.get(CLUSTERS, CLUSTER)
+    except NotFoundError:
+        return False
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (cluster.get("status") or {}).get("conditions") or ()
+    )
+
+
+async def _applied_names(admin: KubeClient, names: set[str]) -> set[str]:
+    works = (await _call(admin.list(WORKS, namespace=ES)))["items"]
+    return {w["metadata"]["name"] for w in works if w["metadata"]["name"] in names and applied(w)}
+
+
+async def _member_mismatches(member: KubeClient, names: dict[str, JSON]) -> list[str]:
+    """Works whose member object is missing or differs from its manifest."""
+    live: dict[tuple[str, str], JSON] = {}
+    for kind, gvr in MEMBER_KINDS.items():
+        for obj in (await _call(member.list(gvr, namespace=NAMESPACE)))["items"]:
+            live[(kind, obj["metadata"]["name"])] = obj
+    return [
+        name
+        for name, obj in names.items()
+        if not _as_specified(obj, live.get((obj["kind"], obj["metadata"]["name"])))
+    ]
+
+
+async def _not_converged(admin: KubeClient, member: KubeClient, names: dict[str, JSON]) -> set[str]:
+    done = await _applied_names(admin, set(names))
+    return (set(names) - done) | set(await _member_mismatches(member, names))
+
+
+def _as_specified(manifest_: JSON, live: JSON | None) -> bool:
+    if live is None or live["metadata"].get("deletionTimestamp"):
+        return False
+    return all(_subset(manifest_.get(k), live.get(k)) for k in ("spec", "data") if k in manifest_)
+
+
+def _subset(want: Any, have: Any) -> bool:
+    """`have` carries everything of `want` (the server adds defaults)."""
+    if isinstance(want, dict):
+        return isinstance(have, dict) and all(_subset(v, have.get(k)) for k, v in want.items())
+    if isinstance(want, list):
+        return (
+            isinstance(have, list)
+            and len(want) == len(have)
+            and all(_subset(w, h) for w, h in zip(want, have, strict=True))
+        )
+    return bool(want == have)
+
+
+async def _drift(member: KubeClient, names: dict[str, JSON], applied_: set[str]) -> list[str]:
+    """While the control plane is down: delete one applied ConfigMap, scale one Deployment."""
+    done: list[str] = []
+    for name in sorted(applied_):
+        obj = names[name]
+        kind, obj_name = obj["kind"], obj["metadata"]["name"]
+        if kind == "ConfigMap" and not any(d.startswith("deleted") for d in done):
+            await member.delete(CONFIGMAPS, obj_name, namespace=NAMESPACE)
+            done.append(f"deleted ConfigMap {obj_name}")
+        elif kind == "Deployment" and not any(d.startswith("scaled") for d in done):
+            await member.patch(
+                DEPLOYMENTS, obj_name, {"spec": {"replicas": 3}}, patch_type="merge",
+                namespace=NAMESPACE,
+            )  # fmt: skip
+            done.append(f"scaled Deployment {obj_name} to 3")
+    return done
+
+
+async def _events_per_work(admin: KubeClient, names: set[str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for event in (await admin.list(EVENTS, namespace=ES))["items"]:
+        name = str((event.get("involvedObject") or {}).get("name") or "")
+        if name in names:
+            counts[name] = counts.get(name, 0) + 1
+    return counts
+
+
+async def _quiet(admin: KubeClient) -> bool:
+    """True once the number of Events stayed the same over a second."""
+    before = len((await admin.list(EVENTS, namespace=ES))["items"])
+    await asyncio.sleep(1.0)  # sampling window for the Event count, not synchronisation
+    return len((await admin.list(EVENTS, namespace=ES))["items"]) == before
+
+
+# --- plumbing -----------------------------------------------------------------------------------
+
+
+async def _call(call: Awaitable[Any]) -> Any:
+    return await asyncio.wait_for(call, CALL_TIMEOUT)
+
+
+async def _until(
+    check: Callable[[], Awaitable[object]],
+    timeout: float,
+    what: str,
+    agent: AgentProcess | None = None,
+) -> None:
+    deadline = time.monotonic() + timeout
+    last: BaseException | None = None
+    while True:
+        if agent is not None:
+            agent.check_alive()
+        try:
+            if await check():
+                return
+        except (OSError, TimeoutError, KubeError) as exc:
+            last = exc  # not yet: a side is down or answers with an injected fault
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what} (last error: {last!r})")
+        await asyncio.sleep(0.2)  # poll interval of a wait-for-condition loop
+
+
+def _loop_time_of(moment: float) -> float:
+    """A time.monotonic() moment on the event loop's clock (the proxy's)."""
+    return asyncio.get_running_loop().time() - (time.monotonic() - moment)
+
+
+def _host_port(url: str) -> tuple[str, int]:
+    host, port = url.removeprefix("https://").rsplit(":", 1)
+    return host, int(port)
+
+
+def _through(kubeconfig: Path, link: LinkProxy, directory: Path) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = f"https://{link.address}"
+    out = directory / f"{kubeconfig.stem}-via-link.kubeconfig"
+    out.write_text(yaml.safe_dump(config))
+    out.chmod(0o600)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    defaults = Scale()
+    parser.add_argument("--works", type=int, default=defaults.works)
+    parser.add_argument("--control-plane-outage", type=float, default=defaults.control_plane_outage)
+    parser.add_argument("--member-outage", type=float, default=defaults.member_outage)
+    parser.add_argument("--watch-cut-every", type=float, default=defaults.watch_cut_every)
+    parser.add_argument("--agent-arg", action="append", default=[], help="extra agent flag")
+    parser.add_argument("--out", default="bench/results/chaos.json")
+    args = parser.parse_args(argv)
+    scale = Scale(
+        works=args.works,
+        control_plane_outage=args.control_plane_outage,
+        member_outage=args.member_outage,
+        watch_cut_every=args.watch_cut_every,
+        agent_args=tuple(args.agent_arg),
+    )
+    result = asyncio.run(run(scale))
+    missed = failures(result)
+    result["pass"] = not missed
+    result["missed"] = missed
+    report(result, args.out)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
