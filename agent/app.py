@@ -223,7 +223,13 @@ class Agent:
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
                 if self.offline is None:
                     await self._start_offline()
-                await asyncio.sleep(delay)
+                reachability = self.karmada.transport.reachability
+                if reachability.reachable:
+                    await asyncio.sleep(delay)
+                else:
+                    # The control plane did not answer: retry as soon as it answers again (one
+                    # of the agent's requests finds out, in a reconnect slot of its own).
+                    await reachability.sleep(delay)
                 continue
             self.log.info(
                 "cluster registered",

@@ -232,7 +232,7 @@ async def _scenario(
         for w in (await admin.list(WORKS, namespace=ES))["items"]
         if w["metadata"]["name"] in names and not w["metadata"].get("deletionTimestamp")
     }
-    events = await _events_per_work(admin, set(names))
+    events, events_by_reason = await _events_per_work(admin, set(names))
     member_deletes = await _agent_deletes(member)
     return {
         "works": scale.works,
@@ -247,6 +247,7 @@ async def _scenario(
         "agent_unexpected_exits": agent.unexpected_exits,
         "events_per_work_max": max(events.values(), default=0),
         "events_per_work_mean": round(sum(events.values()) / len(names), 2),
+        "events_by_reason": events_by_reason,
         "control_plane_outage_seconds": round(outage_seconds, 1),
         "control_plane_connection_attempts_in_outage": outage_attempts,
         "control_plane_attempts_per_second_in_outage": round(outage_attempts / outage_seconds, 2),
@@ -484,13 +485,19 @@ async def _drift(member: KubeClient, names: dict[str, JSON], applied_: set[str])
     return done
 
 
-async def _events_per_work(admin: KubeClient, names: set[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
+async def _events_per_work(
+    admin: KubeClient, names: set[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """Event objects about the Works: per Work, and by reason."""
+    per_work: dict[str, int] = {}
+    by_reason: dict[str, int] = {}
     for event in (await admin.list(EVENTS, namespace=ES))["items"]:
         name = str((event.get("involvedObject") or {}).get("name") or "")
         if name in names:
-            counts[name] = counts.get(name, 0) + 1
-    return counts
+            per_work[name] = per_work.get(name, 0) + 1
+            reason = str(event.get("reason") or "")
+            by_reason[reason] = by_reason.get(reason, 0) + 1
+    return per_work, dict(sorted(by_reason.items(), key=lambda kv: -kv[1]))
 
 
 async def _quiet(admin: KubeClient) -> bool:

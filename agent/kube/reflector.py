@@ -204,14 +204,7 @@ class Reflector:
         if not is_unreachable(exc) or reachability is None:
             await self._clock.sleep(seconds)
             return
-        sleeper = asyncio.ensure_future(self._clock.sleep(seconds))
-        back = asyncio.ensure_future(reachability.wait_answered())
-        try:
-            await asyncio.wait({sleeper, back}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, back):
-                task.cancel()
-            await asyncio.gather(sleeper, back, return_exceptions=True)
+        await reachability.sleep(seconds, self._clock.sleep)
 
     def _call(self, fn: Callable[..., None], *args: JsonDict) -> None:
         try:

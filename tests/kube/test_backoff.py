@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from agent.kube.backoff import Backoff
 from agent.kube.reachability import Reachability
 
@@ -36,3 +38,16 @@ def test_without_a_backoff_nothing_is_held_back() -> None:
     reachability = Reachability("member")
     reachability.failed("connect refused")
     assert [reachability.admit() for _ in range(3)] == [None, None, None]
+
+
+async def test_a_retry_waiting_out_an_outage_goes_when_the_server_answers() -> None:
+    reachability = Reachability("server", backoff=Backoff(initial=60.0, cap=60.0))
+    reachability.failed("connect refused")
+    waiting = asyncio.create_task(reachability.sleep(3600))
+    await asyncio.sleep(0)  # let it start waiting
+    assert not waiting.done()
+    reachability.answered()
+    await asyncio.wait_for(waiting, 1)
+    # Reachable now: no wait at all (a failure that got an answer is retried after a plain
+    # sleep by the callers).
+    await asyncio.wait_for(reachability.sleep(3600), 1)
