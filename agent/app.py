@@ -35,7 +35,7 @@ from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.discovery import RESTMapper
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
-from agent.kube.reachability import Reachability
+from agent.kube.reachability import Reachability, sleep_unless_answered
 from agent.kube.resources import NAMESPACES
 from agent.kube.transport import Transport
 from agent.logs import bind_contextvars, get_logger
@@ -223,13 +223,17 @@ class Agent:
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
                 if self.offline is None:
                     await self._start_offline()
-                reachability = self.karmada.transport.reachability
-                if reachability.reachable:
-                    await asyncio.sleep(delay)
+                # A side that did not answer: retry as soon as it answers again (the agent's
+                # other requests to it find out), not a long backoff later.
+                down = [
+                    client.transport.reachability
+                    for client in (self.karmada, self.member)
+                    if not client.transport.reachability.reachable
+                ]
+                if down:
+                    await sleep_unless_answered(delay, down)
                 else:
-                    # The control plane did not answer: retry as soon as it answers again (one
-                    # of the agent's requests finds out, in a reconnect slot of its own).
-                    await reachability.sleep(delay)
+                    await asyncio.sleep(delay)
                 continue
             self.log.info(
                 "cluster registered",

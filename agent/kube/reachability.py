@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 
 from agent.kube.backoff import Backoff
 from agent.kube.errors import TransportError
@@ -59,21 +59,6 @@ class Reachability:
             self._back = asyncio.Event()
         await self._back.wait()
 
-    async def sleep(
-        self, seconds: float, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    ) -> None:
-        """Wait `seconds`, or only until the server answers again after an outage (at once if
-        it has since): a retry after a failure that got no answer goes as soon as the link is
-        back, not a long backoff later."""
-        sleeper = asyncio.ensure_future(sleep(seconds))
-        back = asyncio.ensure_future(self.wait_answered())
-        try:
-            await asyncio.wait({sleeper, back}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sleeper, back):
-                task.cancel()
-            await asyncio.gather(sleeper, back, return_exceptions=True)
-
     def admit(self) -> float | None:
         """None: send the request. Otherwise the server is unreachable and this slot's attempt
         is taken: the seconds until the next one (the request must not dial)."""
@@ -107,3 +92,21 @@ class Reachability:
         if back is not None:
             back.set()
         log.info("%s reachable again after %.0fs", self.name, time.monotonic() - self._since)
+
+
+async def sleep_unless_answered(
+    seconds: float,
+    reachabilities: Iterable[Reachability],
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> None:
+    """Wait `seconds`, or only until one of these servers answers again after an outage (at once
+    if one has since): a retry after a failure that got no answer goes as soon as the link is
+    back, not a long backoff later."""
+    sleeper = asyncio.ensure_future(sleep(seconds))
+    backs = [asyncio.ensure_future(r.wait_answered()) for r in reachabilities]
+    try:
+        await asyncio.wait({sleeper, *backs}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeper, *backs):
+            task.cancel()
+        await asyncio.gather(sleeper, *backs, return_exceptions=True)

@@ -28,7 +28,7 @@ from agent.kube.errors import (
     KubeError,
     from_status,
 )
-from agent.kube.reachability import is_unreachable
+from agent.kube.reachability import is_unreachable, sleep_unless_answered
 from agent.kube.store import Store, Transform, object_key
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,7 @@ class Reflector:
         if not is_unreachable(exc) or reachability is None:
             await self._clock.sleep(seconds)
             return
-        await reachability.sleep(seconds, self._clock.sleep)
+        await sleep_unless_answered(seconds, [reachability], self._clock.sleep)
 
     def _call(self, fn: Callable[..., None], *args: JsonDict) -> None:
         try:

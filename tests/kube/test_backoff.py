@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from agent.kube.backoff import Backoff
-from agent.kube.reachability import Reachability
+from agent.kube.reachability import Reachability, sleep_unless_answered
 
 
 def test_backoff_doubles_with_jitter_up_to_the_cap_and_resets() -> None:
@@ -40,14 +40,16 @@ def test_without_a_backoff_nothing_is_held_back() -> None:
     assert [reachability.admit() for _ in range(3)] == [None, None, None]
 
 
-async def test_a_retry_waiting_out_an_outage_goes_when_the_server_answers() -> None:
+async def test_a_retry_waiting_out_an_outage_goes_when_either_server_answers() -> None:
     reachability = Reachability("server", backoff=Backoff(initial=60.0, cap=60.0))
     reachability.failed("connect refused")
-    waiting = asyncio.create_task(reachability.sleep(3600))
+    member = Reachability("member")
+    member.failed("connection reset")
+    waiting = asyncio.create_task(sleep_unless_answered(3600, [member, reachability]))
     await asyncio.sleep(0)  # let it start waiting
     assert not waiting.done()
     reachability.answered()
     await asyncio.wait_for(waiting, 1)
     # Reachable now: no wait at all (a failure that got an answer is retried after a plain
     # sleep by the callers).
-    await asyncio.wait_for(reachability.sleep(3600), 1)
+    await asyncio.wait_for(sleep_unless_answered(3600, [reachability]), 1)
