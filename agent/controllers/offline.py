@@ -10,6 +10,7 @@ normal controllers start, which then find nothing left to write.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -26,6 +27,7 @@ from .work_record import WorkRecords
 log = structlog.get_logger(__name__)
 
 JsonDict = dict[str, Any]
+REPORT_CONCURRENCY = 8
 
 
 class _NotWatched:
@@ -120,24 +122,32 @@ class OfflineServing:
             await runnable.stop()
 
     async def report(self, karmada: KubeClient) -> int:
-        """Send the queued status, one merge patch per Work; returns the writes made."""
+        """Send the queued status, one merge patch per Work, a few at a time (over a slow link
+        one after the other costs a round trip per Work); returns the writes made."""
         if self.works is None:
             return 0
-        writes = 0
-        for name, status in sorted(self.works.queued.items()):
-            try:
-                await karmada.patch(
-                    WORKS,
-                    name,
-                    {"status": status},
-                    patch_type="merge",
-                    namespace=self.works.namespace,
-                    subresource="status",
-                )
-                writes += 1
-            except NotFoundError:
-                log.info("Work gone while offline; its queued status is dropped", work=name)
-            except KubeError as exc:
-                log.warning("queued Work status not reported", work=name, error=str(exc))
-        self.works.queued.clear()
-        return writes
+        works = self.works
+        limit = asyncio.Semaphore(REPORT_CONCURRENCY)
+
+        async def write(name: str, status: JsonDict) -> int:
+            async with limit:
+                try:
+                    await karmada.patch(
+                        WORKS,
+                        name,
+                        {"status": status},
+                        patch_type="merge",
+                        namespace=works.namespace,
+                        subresource="status",
+                    )
+                except NotFoundError:
+                    log.info("Work gone while offline; its queued status is dropped", work=name)
+                except KubeError as exc:
+                    log.warning("queued Work status not reported", work=name, error=str(exc))
+                else:
+                    return 1
+                return 0
+
+        queued = sorted(works.queued.items())
+        works.queued.clear()
+        return sum(await asyncio.gather(*(write(name, status) for name, status in queued)))
