@@ -118,6 +118,17 @@ def applied(work: JSON) -> bool:
     )
 
 
+async def cluster_ready(client: KubeClient) -> bool:
+    try:
+        cluster = await client.get(CLUSTERS, CLUSTER)
+    except NotFoundError:
+        return False
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (cluster.get("status") or {}).get("conditions") or ()
+    )
+
+
 async def wait_until(check: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not await check():
@@ -155,19 +166,8 @@ async def run(
         client = KubeClient(Transport(config.with_rate_limits(0, 0)))
         sides = {"control_plane": cp, "member": member}
         try:
-
-            async def ready() -> bool:
-                try:
-                    cluster = await client.get(CLUSTERS, CLUSTER)
-                except NotFoundError:
-                    return False
-                return any(
-                    c.get("type") == "Ready" and c.get("status") == "True"
-                    for c in (cluster.get("status") or {}).get("conditions") or ()
-                )
-
             started = time.monotonic()
-            await wait_until(ready, 60, "Cluster Ready")
+            await wait_until(lambda: cluster_ready(client), 60, "Cluster Ready")
             registered_in = time.monotonic() - started
             await wait_until(_settled_factory(agent.pid), 30, "agent idle")
             idle_rss = rss_mib(agent.pid)

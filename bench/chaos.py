@@ -46,20 +46,20 @@ from typing import Any
 import yaml
 
 from agent.kube.client import GVR, KubeClient
-from agent.kube.errors import KubeError, NotFoundError
+from agent.kube.errors import KubeError
 from agent.testing.netproxy import LinkProxy
 from agent.testing.works import control_plane_work
 
 from .agent_latency import (
     AGENT_USER,
     CLUSTER,
-    CLUSTERS,
     ES,
     EVENTS,
     JSON,
     NAMESPACE,
     WORKS,
     applied,
+    cluster_ready,
     manifest,
 )
 from .emulators import EmulatorProcess, emulator_process
@@ -147,7 +147,7 @@ async def _scenario(
     agent: AgentProcess,
 ) -> JSON:
     admin, member_admin = cp.admin, member.admin
-    await _until(lambda: _cluster_ready(admin), 90, "Cluster Ready", agent)
+    await _until(lambda: cluster_ready(admin), 90, "Cluster Ready", agent)
     clock.mark("ready")
     namespace = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
     await admin.create(WORKS, control_plane_work(CLUSTER, PREFIX + "ns", namespace), namespace=ES)
@@ -412,17 +412,6 @@ async def _agent_deletes(emu: EmulatorProcess) -> int:
 
 
 # --- what the scenario observes ---------------------------------------------------------------
-
-
-async def _cluster_ready(admin: KubeClient) -> bool:
-    try:
-        cluster = await admin.get(CLUSTERS, CLUSTER)
-    except NotFoundError:
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (cluster.get("status") or {}).get("conditions") or ()
-    )
 
 
 async def _applied_names(admin: KubeClient, names: set[str]) -> set[str]:
