@@ -148,3 +148,20 @@ async def test_after_goaway_requests_go_to_a_new_connection(
     finally:
         await transport.close()
     assert [r.protocol for r in srv.connection_log.records] == ["h2", "h2"]
+
+
+async def test_large_responses_reach_the_agent_gzip_compressed(
+    server: tuple[HttpsServer, FakeApi, bytes],
+) -> None:
+    """The agent asks for gzip, as client-go does; a large answer crosses the link compressed
+    and arrives whole."""
+    srv, _api, ca_pem = server
+    transport = transport_to(srv, ca_pem)
+    size = 1024 * 1024
+    try:
+        resp = await transport.request("GET", "/big", params={"size": str(size)})
+    finally:
+        await transport.close()
+    assert len(resp.content) == size
+    assert resp.json()["data"] == "x" * (size - 11)
+    assert [r.gzipped for r in srv.connection_log.records] == [1]
