@@ -45,8 +45,9 @@ from typing import Any
 
 import yaml
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import KubeError
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from agent.testing.netproxy import LinkProxy
 from agent.testing.works import control_plane_work
 
@@ -65,8 +66,6 @@ from .agent_latency import (
 from .emulators import EmulatorProcess, emulator_process
 from .report import report
 
-CONFIGMAPS = GVR("", "v1", "configmaps")
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
 MEMBER_KINDS = {"ConfigMap": CONFIGMAPS, "Deployment": DEPLOYMENTS}
 PREFIX = "chaos-"
 # Pass criteria.

@@ -15,8 +15,10 @@ from prometheus_client import CollectorRegistry
 from agent.app import Agent
 from agent.controllers.deletion_guard import CONDITION_DELETION_HELD, EVENT_DELETION_HELD
 from agent.controllers.execution import EVENT_WORK_ORPHANED
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, EVENTS
+from agent.resources import WORKS
 from agent.testing.emulator import Emulator, run_emulator
 from agent.testing.works import control_plane_work
 
@@ -31,9 +33,6 @@ from .support import (
     work_applied,
 )
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-EVENTS = GVR("", "v1", "events")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 NAMES = ("a", "b", "c", "d")

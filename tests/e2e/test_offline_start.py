@@ -13,8 +13,10 @@ import pytest
 
 from agent.app import Agent
 from agent.controllers.work_record import CLUSTER_LABEL, RECORD_LABEL
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, SECRETS
+from agent.resources import WORKS
 from agent.testing.emulator import run_emulator
 from agent.testing.works import control_plane_work
 
@@ -27,11 +29,6 @@ from .support import (
     work_applied,
 )
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
-SECRETS = GVR("", "v1", "secrets")
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.kube.client import GVR
+from agent.resources import WORKS
 from agent.testing.emulator import run_emulator
 from agent.testing.netproxy import LinkProxy
 from agent.testing.works import control_plane_work
@@ -24,7 +24,6 @@ from .support import (
     work_applied,
 )
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 # While the control plane is unreachable, with the default timings: connection attempts per
