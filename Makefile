@@ -14,8 +14,8 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check agent bootstrap tests bench
-	$(BIN)/ruff format --check agent bootstrap tests bench
+	$(BIN)/ruff check agent bootstrap emulator tests bench tools
+	$(BIN)/ruff format --check agent bootstrap emulator tests bench tools
 	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
@@ -30,7 +30,7 @@ image-check: $(STAMP)
 	$(BIN)/python -m tests.image_check
 
 sandbox: $(STAMP)
-	$(BIN)/python -m agent.testing.sandbox $(ARGS)
+	$(BIN)/python -m emulator.sandbox $(ARGS)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.emulator_throughput

@@ -27,7 +27,7 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
-from agent.testing.emulator import run_emulator
+from emulator.emulator import run_emulator
 
 from .agent_latency import rss_mib
 from .report import report

@@ -35,7 +35,7 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
-from agent.testing.works import control_plane_work
+from emulator.works import control_plane_work
 
 from .emulators import EmulatorProcess, emulator_process
 from .report import report

@@ -5,7 +5,7 @@
 
 The emulated control plane and member each run in a process of their own (bench.emulators),
 the real agent in a third (`python -m agent`), its link to the control plane through the test
-proxy (agent.testing.netproxy) at 300 ms RTT and 256 kbit/s. The scenario, in order:
+proxy (emulator.netproxy) at 300 ms RTT and 256 kbit/s. The scenario, in order:
 
 1. faults on both sides for the agent's requests only: a share answer 500, as many 429 with
    Retry-After; every watch stream is cut every `--watch-cut-every` seconds;
@@ -48,8 +48,8 @@ import yaml
 from agent.kube.client import KubeClient
 from agent.kube.errors import KubeError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
-from agent.testing.netproxy import LinkProxy
-from agent.testing.works import control_plane_work
+from emulator.netproxy import LinkProxy
+from emulator.works import control_plane_work
 
 from .agent_latency import (
     AGENT_USER,

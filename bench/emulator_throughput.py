@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from agent.testing.emulator import run_emulator
+from emulator.emulator import run_emulator
 
 NAMESPACE = "bench"
 CONFIGMAPS = f"/api/v1/namespaces/{NAMESPACE}/configmaps"

@@ -90,7 +90,7 @@ async def emulator_process(
 
 
 async def _serve(args: argparse.Namespace) -> int:
-    from agent.testing.emulator import run_emulator
+    from emulator.emulator import run_emulator
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

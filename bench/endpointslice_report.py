@@ -35,7 +35,7 @@ from agent.karmada import collected
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.transport import Transport
-from agent.testing.works import control_plane_work
+from emulator.works import control_plane_work
 
 from .agent_latency import (
     AGENT_USER,

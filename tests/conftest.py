@@ -1,2 +1,2 @@
 # The emulator's fixtures, as users enable them in their own conftest.py.
-pytest_plugins = ["agent.testing.pytest_plugin"]
+pytest_plugins = ["emulator.pytest_plugin"]

@@ -1,4 +1,4 @@
-"""Generate agent/testing/schemas/kubernetes-v1.33.json, the built-in type schemas of the emulator.
+"""Generate emulator/schemas/kubernetes-v1.33.json, the built-in type schemas of the emulator.
 
 Source: the PyPI package kubernetes-validate 1.37.0 (Apache-2.0), which ships the JSON
 schemas that its authors derive from the Kubernetes OpenAPI documents, one folder per

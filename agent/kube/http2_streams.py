@@ -23,7 +23,7 @@ as client-go does. httpcore (under httpx) has two flaws that only long-lived str
 
 Both are patches of httpcore's AsyncHTTP2Connection internals (`_receive_events`,
 `_response_closed`, `aclose`), applied once per process; httpcore is pinned to 1.0.x for
-that, and tests/kube/test_http2_streams.py proves the behaviour against the emulator's HTTP/2
+that, and tests/agent/kube/test_http2_streams.py proves the behaviour against the emulator's HTTP/2
 front, so an httpcore release that changes them fails there rather than in a member cluster.
 """
 

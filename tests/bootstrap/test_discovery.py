@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from agent.testing.controllers.bootstrap_signer import detached_jws
 from bootstrap import csr, discovery, tokens
+from emulator.controllers.bootstrap_signer import detached_jws
 
 
 def make_ca(cn: str = "karmada") -> bytes:

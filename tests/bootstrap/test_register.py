@@ -28,9 +28,6 @@ from agent.kube.errors import ForbiddenError
 from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
 from agent.kube.transport import Transport
 from agent.options import parse_options
-from agent.testing.emulator import Emulator, run_emulator
-from agent.testing.pki import CertificateAuthority
-from agent.testing.wire import SYSTEM_ADMIN
 from bootstrap import csr, discovery, tokens, waiting
 from bootstrap.cli import main_async
 from bootstrap.kubeconfig import (
@@ -39,6 +36,9 @@ from bootstrap.kubeconfig import (
     open_client,
     server_url,
 )
+from emulator.emulator import Emulator, run_emulator
+from emulator.pki import CertificateAuthority
+from emulator.wire import SYSTEM_ADMIN
 from tests import polling
 
 WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")

@@ -65,12 +65,12 @@ def test_single_stage_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         ("Makefile", False),
         ("deploy/base/deployment.yaml", True),
         ("docs/benchmarks.md", False),
-        ("agent/testing/https.py", False),
+        ("emulator/https.py", False),
     ],
 )
 def test_dockerignore_semantics(path: str, sent: bool) -> None:
     patterns = dockercontext.parse(
-        "# comment\n*\n!agent/\n!deploy\n**/__pycache__\nagent/testing\n/docs/**\n"
+        "# comment\n*\n!agent/\n!deploy\n**/__pycache__\nemulator\n/docs/**\n"
     )
     assert dockercontext.excluded(path, patterns) is not sent
 

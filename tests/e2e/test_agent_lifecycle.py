@@ -17,8 +17,8 @@ import pytest
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import NotFoundError
-from agent.testing.emulator import run_emulator
-from agent.testing.works import control_plane_work
+from emulator.emulator import run_emulator
+from emulator.works import control_plane_work
 
 from .support import client_for, cluster_ready, condition, eventually, kubectl
 

@@ -19,8 +19,8 @@ from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, EVENTS
 from agent.resources import WORKS
-from agent.testing.emulator import Emulator, run_emulator
-from agent.testing.works import control_plane_work
+from emulator.emulator import Emulator, run_emulator
+from emulator.works import control_plane_work
 
 from .support import (
     CLUSTERS,

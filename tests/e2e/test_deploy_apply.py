@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.testing.emulator import run_emulator
+from emulator.emulator import run_emulator
 
 from .support import DEPLOY, kubectl
 

@@ -17,9 +17,9 @@ from agent.app import run
 from agent.kube.client import GVR
 from agent.kube.errors import ForbiddenError, NotFoundError
 from agent.options import parse_options
-from agent.testing.emulator import run_emulator
-from agent.testing.kubeconfig import build_kubeconfig, write_kubeconfig
-from agent.testing.works import control_plane_work
+from emulator.emulator import run_emulator
+from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
+from emulator.works import control_plane_work
 
 from .support import DEPLOY, client_for, cluster_ready, eventually, kubectl, work_applied
 

@@ -17,8 +17,8 @@ from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, SECRETS
 from agent.resources import WORKS
-from agent.testing.emulator import run_emulator
-from agent.testing.works import control_plane_work
+from emulator.emulator import run_emulator
+from emulator.works import control_plane_work
 
 from .support import (
     client_for,

@@ -14,7 +14,7 @@ from .support import REPO
 @pytest.mark.timeout(180)
 async def test_sandbox_runs_every_step_and_exits_zero(tmp_path: Path) -> None:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agent.testing.sandbox", "--dir", str(tmp_path / "sandbox"),
+        sys.executable, "-m", "emulator.sandbox", "--dir", str(tmp_path / "sandbox"),
         cwd=REPO, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await asyncio.wait_for(proc.communicate(), 170)

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from agent.resources import WORKS
-from agent.testing.emulator import run_emulator
-from agent.testing.netproxy import LinkProxy
-from agent.testing.works import control_plane_work
+from emulator.emulator import run_emulator
+from emulator.netproxy import LinkProxy
+from emulator.works import control_plane_work
 
 from .support import (
     client_for,

@@ -1,0 +1,98 @@
+"""Controllers the emulated control planes run, and the context they share.
+
+Each controller is `async def run(ctx: ControllerContext) -> None`: it runs until
+cancelled and talks to the API server only through `ctx.api` (a Loopback), like
+kube-controller-manager talks to kube-apiserver. Timings live in `Knobs` so tests
+can shorten them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from emulator.loopback import Loopback
+
+
+class SigningAuthority(Protocol):
+    """What the controllers need of the emulator's CA (AUTH's pki.CertificateAuthority)."""
+
+    @property
+    def cert_pem(self) -> bytes: ...
+
+    def sign_csr(
+        self,
+        csr_pem: bytes,
+        *,
+        usages: Sequence[str],
+        lifetime: timedelta,
+        backdate: timedelta = ...,
+        now: datetime | None = None,
+    ) -> bytes: ...
+
+
+class TokenIssuer(Protocol):
+    """What the token controller needs of AUTH's ServiceAccountTokenIssuer."""
+
+    def issue(self, namespace: str, name: str, uid: str, secret_name: str) -> str: ...
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class Knobs:
+    """Timings and limits; defaults are the upstream defaults, tests shorten them."""
+
+    # kube-controller-manager csrsigning: --cluster-signing-duration (8760h) caps the
+    # lifetime; 10 minutes is the floor it applies to spec.expirationSeconds.
+    csr_max_duration: timedelta = timedelta(hours=8760)
+    csr_min_duration: timedelta = timedelta(minutes=10)
+    # csrsigning backdates NotBefore by five minutes (clock skew); tests of certificates only
+    # seconds long set 0, or the backdate would dominate their lifetime.
+    csr_backdate: timedelta = timedelta(minutes=5)
+    # karmada-controller-manager cluster controller.
+    cluster_monitor_period: float = 5.0
+    cluster_monitor_grace_period: float = 40.0
+    cluster_startup_grace_period: float = 60.0
+    cluster_cleanup_check_interval: float = 1.0
+    # Workload simulator: how long until objects look ready.
+    workload_ready_delay: float = 0.5
+    simulate_pods: bool = True
+    # Back-off after a failed list/watch or reconcile.
+    retry_delay: float = 0.5
+
+
+@dataclass
+class ControllerContext:
+    api: Loopback
+    ca: SigningAuthority
+    sa_tokens: TokenIssuer
+    # The emulator's name: the member's cluster name, or the control plane's name.
+    cluster_name: str
+    clock: Callable[[], datetime] = utc_now
+    knobs: Knobs = field(default_factory=Knobs)
+    # The https URL clients use; written into kube-public/cluster-info. Set it before seeding.
+    server_url: str = "https://127.0.0.1:6443"
+
+
+Controller = Callable[[ControllerContext], Awaitable[None]]
+
+
+def rfc3339(moment: datetime) -> str:
+    """metav1.Time: seconds precision, UTC, 'Z'."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def micro_time(moment: datetime) -> str:
+    """metav1.MicroTime, as Leases carry it."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(value: str) -> datetime:
+    """Parse metav1.Time or MicroTime."""
+    text = value.replace("Z", "+00:00")
+    return datetime.fromisoformat(text).astimezone(UTC)

@@ -1,0 +1,259 @@
+"""karmada-controller-manager's cluster controller, the parts a pull agent relies on.
+
+- every Cluster gets its execution namespace karmada-es-<name> (label karmada.io/system),
+  scheduling taints from its Ready condition, and finalizer karmada.io/cluster-controller;
+- a Cluster being deleted loses its execution namespace (for an unready Pull cluster the
+  Works there first lose karmada.io/execution-controller), then the finalizer;
+- every monitor period, a Pull cluster whose Ready condition did not change and whose
+  Lease karmada-cluster/<name> was not renewed within the grace period is set
+  Ready=Unknown (ClusterStatusUnknown, or ClusterStatusNeverUpdated if never posted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from emulator.controllers import ControllerContext, parse_time, rfc3339
+from emulator.controllers.informer import Informer, WorkQueue, run_all
+from emulator.errors import ApiError
+from emulator.loopback import JSON
+
+CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
+FINALIZER = "karmada.io/cluster-controller"
+EXECUTION_FINALIZER = "karmada.io/execution-controller"
+EXECUTION_PREFIX = "karmada-es-"
+LEASE_NAMESPACE = "karmada-cluster"
+TAINT_NOT_READY = "cluster.karmada.io/not-ready"
+TAINT_UNREACHABLE = "cluster.karmada.io/unreachable"
+
+
+def execution_namespace(cluster_name: str) -> str:
+    return EXECUTION_PREFIX + cluster_name
+
+
+def ready_condition(cluster: JSON) -> JSON | None:
+    for condition in cluster.get("status", {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return dict(condition)
+    return None
+
+
+def desired_taints(cluster: JSON, now: str) -> list[JSON]:
+    """spec.taints after applying the Ready condition's scheduling taints."""
+    condition = ready_condition(cluster)
+    status = condition.get("status") if condition else None
+    if status == "True":
+        add, remove = [], [TAINT_NOT_READY, TAINT_UNREACHABLE]
+    elif status == "Unknown":
+        add, remove = [TAINT_UNREACHABLE], [TAINT_NOT_READY]
+    else:  # False, or no condition yet
+        add, remove = [TAINT_NOT_READY], [TAINT_UNREACHABLE] if status == "False" else []
+    current: list[JSON] = list(cluster.get("spec", {}).get("taints") or [])
+
+    def present(key: str, taints: list[JSON]) -> bool:
+        return any(t.get("key") == key and t.get("effect") == "NoSchedule" for t in taints)
+
+    kept = [t for t in current if not (t.get("key") in remove and t.get("effect") == "NoSchedule")]
+    for key in add:
+        if not present(key, kept):
+            kept.append({"key": key, "effect": "NoSchedule", "timeAdded": now})
+    return kept
+
+
+@dataclass
+class _Health:
+    probe: datetime
+    ready: JSON | None
+    renew_time: str | None = None
+
+
+async def run(ctx: ControllerContext) -> None:
+    clusters = Informer(ctx.api, CLUSTERS_PATH, retry_delay=ctx.knobs.retry_delay)
+    namespaces = Informer(
+        ctx.api,
+        "/api/v1/namespaces",
+        retry_delay=ctx.knobs.retry_delay,
+        labelSelector="karmada.io/system=true",
+    )
+
+    async def reconcile(name: str) -> None:
+        cluster = clusters.get(name)
+        if cluster is None:
+            return
+        if cluster["metadata"].get("deletionTimestamp"):
+            await _remove(ctx, cluster, queue)
+        else:
+            await _sync(ctx, cluster)
+
+    queue = WorkQueue(reconcile, retry_delay=ctx.knobs.retry_delay)
+
+    def on_cluster(event_type: str, obj: JSON) -> None:
+        if event_type != "DELETED":
+            queue.add(obj["metadata"]["name"])
+
+    clusters.add_handler(on_cluster)
+
+    def on_namespace(event_type: str, obj: JSON) -> None:
+        name = obj["metadata"]["name"]
+        if name.startswith(EXECUTION_PREFIX):
+            queue.add(name[len(EXECUTION_PREFIX) :])
+
+    namespaces.add_handler(on_namespace)
+    await run_all(clusters.run(), namespaces.run(), queue.run(), _monitor(ctx, clusters))
+
+
+async def _sync(ctx: ControllerContext, cluster: JSON) -> None:
+    name = cluster["metadata"]["name"]
+    namespace = execution_namespace(name)
+    try:
+        await ctx.api.get(f"/api/v1/namespaces/{namespace}")
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+        try:
+            await ctx.api.create(
+                "/api/v1/namespaces",
+                {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": namespace, "labels": {"karmada.io/system": "true"}},
+                },
+            )
+        except ApiError as create_exc:
+            if create_exc.code != 409:
+                raise
+    updated = copy.deepcopy(cluster)
+    taints = desired_taints(cluster, rfc3339(ctx.clock()))
+    if taints != (cluster.get("spec", {}).get("taints") or []):
+        updated.setdefault("spec", {})["taints"] = taints
+    finalizers: list[str] = list(cluster["metadata"].get("finalizers") or [])
+    if FINALIZER not in finalizers:
+        updated["metadata"]["finalizers"] = [*finalizers, FINALIZER]
+    if updated != cluster:
+        await ctx.api.update(f"{CLUSTERS_PATH}/{name}", updated)
+
+
+async def _remove(ctx: ControllerContext, cluster: JSON, queue: WorkQueue) -> None:
+    name = cluster["metadata"]["name"]
+    namespace = execution_namespace(name)
+    condition = ready_condition(cluster)
+    if cluster.get("spec", {}).get("syncMode") == "Pull" and (
+        condition is None or condition.get("status") != "True"
+    ):
+        works_path = f"/apis/work.karmada.io/v1alpha1/namespaces/{namespace}/works"
+        try:
+            works = (await ctx.api.list(works_path)).get("items") or []
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            works = []
+        for work in works:
+            finalizers = work["metadata"].get("finalizers") or []
+            if EXECUTION_FINALIZER in finalizers:
+                work = copy.deepcopy(work)
+                work["metadata"]["finalizers"] = [f for f in finalizers if f != EXECUTION_FINALIZER]
+                await ctx.api.update(f"{works_path}/{work['metadata']['name']}", work)
+    try:
+        await ctx.api.delete(f"/api/v1/namespaces/{namespace}")
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+    try:
+        await ctx.api.get(f"/api/v1/namespaces/{namespace}")
+        queue.add_after(name, ctx.knobs.cluster_cleanup_check_interval)
+        return
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+    finalizers = cluster["metadata"].get("finalizers") or []
+    if FINALIZER in finalizers:
+        updated = copy.deepcopy(cluster)
+        updated["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        await ctx.api.update(f"{CLUSTERS_PATH}/{name}", updated)
+
+
+async def _monitor(ctx: ControllerContext, clusters: Informer) -> None:
+    health: dict[str, _Health] = {}
+    while True:
+        await asyncio.sleep(ctx.knobs.cluster_monitor_period)
+        await clusters.synced.wait()
+        for name in list(health):
+            if clusters.get(name) is None:
+                del health[name]
+        for name in list(clusters.cache):
+            for _attempt in range(5):
+                cluster = clusters.get(name)
+                if cluster is None:
+                    break
+                try:
+                    await _check_health(ctx, cluster, health)
+                    break
+                except ApiError as exc:
+                    if exc.code == 404:
+                        health.pop(name, None)
+                        break
+                    await asyncio.sleep(0.02)
+
+
+async def _check_health(ctx: ControllerContext, cluster: JSON, health: dict[str, _Health]) -> None:
+    name = cluster["metadata"]["name"]
+    knobs = ctx.knobs
+    now = ctx.clock()
+    current = ready_condition(cluster)
+    saved = health.get(name)
+    if current is None:
+        grace = knobs.cluster_startup_grace_period
+        if saved is None:
+            created = cluster["metadata"].get("creationTimestamp")
+            saved = _Health(parse_time(created) if created else now, None)
+    else:
+        grace = knobs.cluster_monitor_grace_period
+    if saved is None or saved.ready != current:
+        saved = _Health(now, current, saved.renew_time if saved else None)
+    health[name] = saved
+    if cluster.get("spec", {}).get("syncMode") == "Push":
+        return
+    try:
+        lease = await ctx.api.get(
+            f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{name}"
+        )
+    except ApiError as exc:
+        if exc.code != 404:
+            raise
+        lease = None
+    if lease is not None:
+        renew = lease.get("spec", {}).get("renewTime")
+        if renew and (saved.renew_time is None or parse_time(renew) > parse_time(saved.renew_time)):
+            saved.renew_time = renew
+            saved.probe = now
+    if now <= saved.probe + timedelta(seconds=grace):
+        return
+    updated = copy.deepcopy(cluster)
+    conditions: list[JSON] = updated.setdefault("status", {}).setdefault("conditions", [])
+    stamp = rfc3339(now)
+    if current is None:
+        conditions.append(
+            {
+                "type": "Ready",
+                "status": "Unknown",
+                "reason": "ClusterStatusNeverUpdated",
+                "message": "Cluster status controller never posted cluster status.",
+                "lastTransitionTime": stamp,
+            }
+        )
+    elif current.get("status") != "Unknown":
+        for condition in conditions:
+            if condition.get("type") == "Ready":
+                condition.update(
+                    status="Unknown",
+                    reason="ClusterStatusUnknown",
+                    message="Cluster status controller stopped posting cluster status.",
+                    lastTransitionTime=stamp,
+                )
+    else:
+        return
+    written = await ctx.api.update(f"{CLUSTERS_PATH}/{name}/status", updated)
+    health[name] = _Health(saved.probe, ready_condition(written), saved.renew_time)

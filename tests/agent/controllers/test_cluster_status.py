@@ -1,0 +1,359 @@
+"""clusterStatus: unit tests of the pieces, and sync passes against emulators (the job function
+called directly, or scheduled on a fake clock)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, cast
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from agent.controllers.cluster_status import (
+    ClusterStatusController,
+    Health,
+    ReadyDamper,
+    api_enablements_condition,
+    observed_ready_condition,
+    trim_node,
+    trim_pod,
+)
+from agent.controllers.work_informer import ClusterWatch
+from agent.kube.clock import FakeClock
+from agent.metrics import AgentMetrics
+from agent.options import Options
+from agent.registration import register
+from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
+from tests.fakewall import wall_fake_clock
+
+READY = observed_ready_condition(Health(True, True))
+UNREACHABLE = observed_ready_condition(Health(False, False))
+
+
+def test_observed_conditions() -> None:
+    assert (READY["status"], READY["reason"]) == ("True", "ClusterReady")
+    assert (UNREACHABLE["status"], UNREACHABLE["reason"]) == ("False", "ClusterNotReachable")
+    not_ready = observed_ready_condition(Health(True, False))
+    assert (not_ready["status"], not_ready["reason"]) == ("False", "ClusterNotReady")
+
+
+def test_damper_publishes_first_observation_then_holds_flips() -> None:
+    clock = FakeClock()
+    damper = ReadyDamper(success_threshold=30, failure_threshold=20, clock=clock)
+    published = {**READY, "lastTransitionTime": "t0"}
+    # First observation after start goes out at once, whatever is published.
+    assert damper.adjust(published, UNREACHABLE) is UNREACHABLE
+    damper = ReadyDamper(success_threshold=30, failure_threshold=20, clock=clock)
+    assert damper.adjust(None, READY) is READY
+    # A failure is held back for the failure threshold, counted from the first failure.
+    assert damper.adjust(published, UNREACHABLE) is published
+    clock.advance(19)
+    assert damper.adjust(published, UNREACHABLE) is published
+    clock.advance(1.5)
+    assert damper.adjust(published, UNREACHABLE) is UNREACHABLE
+    # A blip back to healthy restarts the count; success uses its own threshold.
+    failed = {**UNREACHABLE, "lastTransitionTime": "t1"}
+    assert damper.adjust(failed, READY) is failed
+    clock.advance(29)
+    assert damper.adjust(failed, READY) is failed
+    clock.advance(2)
+    assert damper.adjust(failed, READY) is READY
+    # Same status as published: no damping at all.
+    assert damper.adjust(published, READY) is READY
+
+
+def test_api_enablements_condition() -> None:
+    some = [{"groupVersion": "v1", "resources": []}]
+    assert api_enablements_condition(some, False)["reason"] == "Complete"
+    assert api_enablements_condition(some, True)["reason"] == "Partial"
+    empty = api_enablements_condition([], True)
+    assert (empty["status"], empty["reason"]) == ("False", "Empty")
+
+
+def test_trimmed_objects_keep_only_what_summaries_need() -> None:
+    node = {
+        "metadata": {"name": "n1", "resourceVersion": "5", "labels": {"a": "b"}, "uid": "u"},
+        "spec": {"podCIDR": "10.0.0.0/24"},
+        "status": {
+            "allocatable": {"cpu": "4", "pods": "110"},
+            "capacity": {"cpu": "4"},
+            "images": [{"names": ["x"] * 50}],
+            "conditions": [
+                {"type": "MemoryPressure", "status": "False"},
+                {"type": "Ready", "status": "True", "message": "kubelet is posting"},
+            ],
+        },
+    }
+    assert trim_node(node) == {
+        "metadata": {"name": "n1", "resourceVersion": "5"},
+        "status": {
+            "allocatable": {"cpu": "4", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+    pod = {
+        "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7", "labels": {"x": "y"}},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "i",
+                    "env": [{"name": "A"}],
+                    "resources": {"requests": {"cpu": "1"}, "limits": {"cpu": "2"}},
+                },
+                {"name": "d", "image": "i"},
+            ],
+            "initContainers": [{"name": "i", "resources": {"requests": {"memory": "1Gi"}}}],
+            "overhead": {"cpu": "100m"},
+            "volumes": [{"name": "v"}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready"}]},
+    }
+    assert trim_pod(pod) == {
+        "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7"},
+        "spec": {
+            "nodeName": "n1",
+            "containers": [{"resources": {"requests": {"cpu": "1"}}}, {}],
+            "initContainers": [{"resources": {"requests": {"memory": "1Gi"}}}],
+            "overhead": {"cpu": "100m"},
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
+    for item in cluster["status"]["conditions"]:
+        if item["type"] == kind:
+            return dict(item)
+    raise AssertionError(f"no {kind} condition")
+
+
+async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) -> None:
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(report_secrets=())
+        await register(karmada, member, options)
+        # The emulated karmada-controller-manager adds its finalizer: the gate opens.
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        registry = CollectorRegistry()
+        metrics = AgentMetrics(registry)
+        controller = ClusterStatusController(
+            karmada=karmada, member=member, options=options, metrics=metrics
+        )
+        try:
+            await controller.sync_once()
+            obj = await pair.cluster()
+            assert obj is not None
+            status = obj["status"]
+            ready = condition(obj, "Ready")
+            assert (ready["status"], ready["reason"]) == ("True", "ClusterReady")
+            apis = condition(obj, "CompleteAPIEnablements")
+            assert (apis["status"], apis["reason"]) == ("True", "Complete")
+            version = await pair.member_get("/version")
+            assert version is not None
+            assert status["kubernetesVersion"] == version["gitVersion"]
+            # Upstream's shape and order: entries by groupVersion, resources by name, no
+            # subresources.
+            gvs = [e["groupVersion"] for e in status["apiEnablements"]]
+            assert gvs == sorted(gvs)
+            assert "v1" in gvs
+            assert "apps/v1" in gvs
+            core = next(e for e in status["apiEnablements"] if e["groupVersion"] == "v1")
+            names = [r["name"] for r in core["resources"]]
+            assert names == sorted(names)
+            assert "pods" in names
+            assert all("/" not in n for n in names)
+            assert {"name": "nodes", "kind": "Node"} in core["resources"]
+            # Summaries from the member profile's seeded Nodes.
+            nodes = (await pair.member_get("/api/v1/nodes") or {})["items"]
+            ready_nodes = [
+                n
+                for n in nodes
+                if any(
+                    c["type"] == "Ready" and c["status"] == "True"
+                    for c in n["status"]["conditions"]
+                )
+            ]
+            assert status["nodeSummary"] == {"totalNum": len(nodes), "readyNum": len(ready_nodes)}
+            pods_total = sum(int(n["status"]["allocatable"]["pods"]) for n in nodes)
+            assert status["resourceSummary"]["allocatable"]["pods"] == str(pods_total)
+            # Default resource models on the Cluster -> allocatableModelings, one per grade.
+            models = obj["spec"]["resourceModels"]
+            modelings = status["resourceSummary"]["allocatableModelings"]
+            assert [m["grade"] for m in modelings] == [m["grade"] for m in models]
+            assert sum(m["count"] for m in modelings) == len(nodes)
+            # Metrics follow the status.
+            text = generate_latest(registry).decode()
+            assert 'cluster_ready_state{member_cluster="member1"} 1.0' in text
+            assert f'cluster_node_number{{member_cluster="member1"}} {float(len(nodes))}' in text
+            assert (
+                'cluster_sync_status_duration_seconds_count{member_cluster="member1"} 1.0' in text
+            )
+            assert controller.heartbeat is not None
+            assert controller.heartbeat.running
+
+            # Nothing changed: no Cluster write at all on the next passes.
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            await controller.sync_once()
+            writes = sum(
+                pair.karmada.accounting.counts(verb=v, resource="clusters.cluster.karmada.io")
+                for v in ("update", "patch", "create")
+            )
+            assert writes == 0
+            again = await pair.cluster()
+            assert again is not None
+            assert condition(again, "Ready")["lastTransitionTime"] == ready["lastTransitionTime"]
+        finally:
+            await controller.stop()
+        assert controller.heartbeat is None
+
+
+async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: Path) -> None:
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
+        await register(karmada, member, options)
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        watch = ClusterWatch(karmada, "member1")
+        controller = ClusterStatusController(
+            karmada=karmada, member=member, options=options, cluster_watch=watch
+        )
+        watch.start()  # as the controller's start() does, without its periodic schedule
+        try:
+            assert await watch.wait_synced(10)
+            await controller.sync_once()
+            assert watch.ready  # our own write is in the shared cache at once
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            await controller.sync_once()
+            clusters = "clusters.cluster.karmada.io"
+            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+            assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
+            # A change by someone else reaches the next pass through the watch, not a GET.
+            async with pair.karmada.client() as client:
+                path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
+                obj = (await client.get(path)).json()
+                obj["metadata"].setdefault("labels", {})["edited"] = "yes"
+                assert (await client.put(path, json=obj)).status_code == 200
+            await wait_for(lambda: _labelled(watch), timeout=10)
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+        finally:
+            await controller.stop()
+            await watch.stop()
+
+
+async def _labelled(watch: ClusterWatch) -> bool:
+    return ((watch.cluster or {}).get("metadata") or {}).get("labels", {}).get("edited") == "yes"
+
+
+async def _has_finalizer(pair: Any) -> bool:
+    obj = await pair.cluster()
+    return bool(obj and "karmada.io/cluster-controller" in obj["metadata"].get("finalizers", []))
+
+
+async def test_offline_member_is_reported_after_the_failure_threshold(tmp_path: Path) -> None:
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(
+            report_secrets=(),
+            cluster_failure_threshold=timedelta(seconds=30),
+            cluster_success_threshold=timedelta(seconds=20),
+            enable_cluster_resource_modeling=False,
+        )
+        await register(karmada, member, options)
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        with wall_fake_clock() as clock:
+            controller = ClusterStatusController(
+                karmada=karmada, member=member, options=options, clock=clock
+            )
+            await controller.start()
+            try:
+                periodic = controller.periodic
+                assert periodic is not None
+                runs = 1
+                assert await periodic.wait_runs(runs, timeout=10)
+
+                async def ready_after_next_sync() -> dict[str, Any]:
+                    # One scheduled sync per step: the interval is 10 s plus up to 1 s of jitter.
+                    nonlocal runs
+                    runs += 1
+                    clock.advance(11)
+                    assert await periodic.wait_runs(runs, timeout=10)
+                    obj = await pair.cluster()
+                    assert obj is not None
+                    return obj
+
+                obj = await pair.cluster()
+                assert obj is not None
+                assert condition(obj, "Ready")["status"] == "True"
+                version_before = obj["status"]["kubernetesVersion"]
+
+                await pair.member.faults.go_offline()
+                # Failures seen at +0, +11 and +22 s are within the 30 s threshold.
+                for _ in range(3):
+                    obj = await ready_after_next_sync()
+                    assert condition(obj, "Ready")["status"] == "True"
+                obj = await ready_after_next_sync()
+                ready = condition(obj, "Ready")
+                assert (ready["status"], ready["reason"]) == ("False", "ClusterNotReachable")
+                # Offline: only the Ready condition changes; collected fields are kept.
+                assert obj["status"]["kubernetesVersion"] == version_before
+
+                await pair.member.faults.come_back()
+                # Successes at +0 and +11 s are within the 20 s threshold.
+                for _ in range(2):
+                    obj = await ready_after_next_sync()
+                    assert condition(obj, "Ready")["status"] == "False"
+                obj = await ready_after_next_sync()
+                assert condition(obj, "Ready")["reason"] == "ClusterReady"
+                assert periodic.skips == 0
+            finally:
+                await controller.stop()
+
+
+class _Recorder:
+    """Duck-typed stand-in for KubeClient that records calls."""
+
+    def __init__(self, cluster: dict[str, Any] | None = None) -> None:
+        self.cluster = cluster
+        self.calls: list[str] = []
+
+    async def get(self, gvr: Any, name: str, **_: Any) -> dict[str, Any]:
+        self.calls.append(f"get {gvr.resource}/{name}")
+        assert self.cluster is not None
+        return self.cluster
+
+    async def raw_get(self, path: str, **_: Any) -> Any:
+        self.calls.append(f"raw_get {path}")
+        raise AssertionError("the member must not be probed before the gate opens")
+
+    async def update_status(self, *_: Any, **__: Any) -> dict[str, Any]:
+        self.calls.append("update_status")
+        raise AssertionError("no status write before the gate opens")
+
+
+async def test_waits_for_the_cluster_controller_finalizer() -> None:
+    karmada = _Recorder({"metadata": {"name": "member1", "finalizers": ["other"]}, "spec": {}})
+    member = _Recorder()
+    controller = ClusterStatusController(
+        karmada=cast(Any, karmada),
+        member=cast(Any, member),
+        options=Options(cluster_name="member1"),
+    )
+    await controller.sync_once()
+    assert karmada.calls == ["get clusters/member1"]
+    assert member.calls == []
+    assert controller.heartbeat is None

@@ -1,0 +1,119 @@
+"""MemberObjects: on-demand list+watch of Karmada-managed member objects."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.controllers.member_objects import MemberObjects
+from agent.karmada import names
+from agent.options import Options
+from emulator.emulator import run_emulator
+
+from .test_execution_harness import CONFIGMAPS, configmap, eventually, kube_client
+
+JsonDict = dict[str, Any]
+
+
+def managed(obj: JsonDict) -> JsonDict:
+    obj["metadata"]["labels"] = {names.MANAGED_LABEL: "true"}
+    return obj
+
+
+async def test_caches_only_managed_objects_and_reports_changes() -> None:
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client, Options())
+        seen: list[tuple[str, str]] = []
+        unsubscribe = objects.subscribe(lambda t, _g, o: seen.append((t, o["metadata"]["name"])))
+        try:
+            await client.create(CONFIGMAPS, managed(configmap("before")))
+            await client.create(CONFIGMAPS, configmap("unmanaged"))
+            assert objects.get(CONFIGMAPS, "default", "before") == (None, False)
+
+            objects.ensure(CONFIGMAPS, "ConfigMap")
+            objects.ensure(CONFIGMAPS)  # idempotent: still one watch
+            assert await objects.wait_synced(CONFIGMAPS, 5.0)
+            assert objects.watched == [CONFIGMAPS]
+            cached, synced = objects.get(CONFIGMAPS, "default", "before")
+            assert synced
+            assert cached is not None
+            # Filled in although list items of built-in types come without them.
+            assert (cached["apiVersion"], cached["kind"]) == ("v1", "ConfigMap")
+            assert "managedFields" not in cached["metadata"]
+            assert objects.get(CONFIGMAPS, "default", "unmanaged") == (None, True)
+            assert [o["metadata"]["name"] for o in objects.list(CONFIGMAPS)] == ["before"]
+            assert ("ADDED", "before") in seen
+
+            await client.create(CONFIGMAPS, managed(configmap("after")))
+            await eventually(_probe(seen), lambda s: ("ADDED", "after") in s, what="ADDED after")
+            live = await client.get(CONFIGMAPS, "after", namespace="default")
+            live["data"] = {"changed": "yes"}
+            await client.replace(CONFIGMAPS, live)
+            await eventually(
+                _probe(seen), lambda s: ("MODIFIED", "after") in s, what="MODIFIED after"
+            )
+            # Removing the label takes the object out of the selection: reported as deleted.
+            live = await client.get(CONFIGMAPS, "after", namespace="default")
+            live["metadata"]["labels"] = {}
+            await client.replace(CONFIGMAPS, live)
+            await eventually(
+                _probe(seen), lambda s: ("DELETED", "after") in s, what="DELETED after"
+            )
+            assert objects.get(CONFIGMAPS, "default", "after") == (None, True)
+            assert not any(name == "unmanaged" for _, name in seen)
+            # One watch of Karmada's objects and one of the other objects' names, per type.
+            assert emu.accounting.watches_opened(resource="configmaps") == 2
+            # Ownership without a GET: unmanaged objects are known by name, so only a name
+            # that no object has is known to be absent; "after" lost its label, so it is
+            # known by name now.
+            await eventually(
+                _absent(objects, "after"), lambda absent: not absent, what="after known by name"
+            )
+            assert not objects.known_absent(CONFIGMAPS, "default", "unmanaged")
+            assert objects.known_absent(CONFIGMAPS, "default", "no-such-object")
+            assert not objects.known_absent(CONFIGMAPS, "default", "before")
+
+            # A late subscriber gets what is cached replayed as ADDED.
+            late: list[str] = []
+            objects.subscribe(lambda t, _g, o: late.append(f"{t} {o['metadata']['name']}"))
+            assert late == ["ADDED before"]
+        finally:
+            unsubscribe()
+            await objects.stop()
+            await client.close()
+        assert objects.watched == []
+
+
+async def test_a_failing_subscriber_does_not_stop_the_others() -> None:
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client)
+        good: list[str] = []
+
+        def bad(_t: str, _g: Any, _o: JsonDict) -> None:
+            raise RuntimeError("boom")
+
+        objects.subscribe(bad)
+        objects.subscribe(lambda _t, _g, o: good.append(o["metadata"]["name"]))
+        try:
+            objects.ensure(CONFIGMAPS)
+            assert await objects.wait_synced(CONFIGMAPS, 5.0)
+            await client.create(CONFIGMAPS, managed(configmap("x")))
+            await eventually(_probe(good), lambda g: "x" in g, what="good subscriber called")
+        finally:
+            await objects.stop()
+            await client.close()
+
+
+def _probe(values: list[Any]) -> Any:
+    async def probe() -> list[Any]:
+        return list(values)
+
+    return probe
+
+
+def _absent(objects: MemberObjects, name: str) -> Any:
+    async def probe() -> bool:
+        return objects.known_absent(CONFIGMAPS, "default", name)
+
+    return probe

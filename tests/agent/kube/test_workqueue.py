@@ -1,0 +1,199 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from agent.kube.clock import FakeClock
+from agent.kube.controller import Controller, Result, RetryableError, TerminalError
+from agent.kube.ratelimit import (
+    BucketRateLimiter,
+    ItemExponentialRateLimiter,
+    MaxOfRateLimiter,
+    default_controller_rate_limiter,
+)
+from agent.kube.workqueue import QueueShutDownError, WorkQueue
+from tests.agent.kube.fakeapi import wait_for
+
+
+def test_rate_limiters() -> None:
+    exp: ItemExponentialRateLimiter[str] = ItemExponentialRateLimiter(0.005, 1.0)
+    assert [exp.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert exp.num_requeues("a") == 4
+    assert max(exp.when("a") for _ in range(20)) == 1.0
+    exp.forget("a")
+    assert exp.when("a") == 0.005
+    clock = FakeClock()
+    bucket: BucketRateLimiter[str] = BucketRateLimiter(10, 2, clock=clock)
+    assert [bucket.when(str(i)) for i in range(4)] == pytest.approx([0, 0, 0.1, 0.2])
+    combined: MaxOfRateLimiter[str] = default_controller_rate_limiter(clock=clock)
+    assert combined.when("x") == 0.005
+    assert combined.num_requeues("x") == 1
+
+
+async def test_dedup_and_processing_set() -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    q.add("a")
+    q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    key = await q.get()
+    assert key == "a"
+    q.add("a")  # re-added while processing: not handed out again yet
+    assert await q.get() == "b"
+    assert len(q) == 0
+    getter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not getter.done()
+    q.done("a")  # now queued once more
+    assert await asyncio.wait_for(getter, 1) == "a"
+    q.done("b")
+    q.done("a")
+    assert len(q) == 0
+    assert q.processing == 0
+
+
+async def test_add_after_and_rate_limited_with_fake_clock() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(
+        "t", clock=clock, rate_limiter=ItemExponentialRateLimiter(1.0, 100.0)
+    )
+    q.add_after("x", 10)
+    q.add_after("x", 5)  # the earlier time wins
+    q.add_after("x", 20)
+    clock.advance(4.9)
+    assert len(q) == 0
+    clock.advance(0.2)
+    assert len(q) == 1
+    assert q.waiting == 0
+    assert await q.get() == "x"
+    q.done("x")
+    q.add_rate_limited("y")
+    q.add_rate_limited("y")
+    assert q.num_requeues("y") == 2
+    clock.advance(1.0)
+    assert len(q) == 1  # first delay 1 s; the 2 s one merges (already waiting earlier)
+    q.forget("y")
+    assert q.num_requeues("y") == 0
+
+
+async def test_shutdown_and_drain() -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    waiter = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    q.shutdown()
+    with pytest.raises(QueueShutDownError):
+        await waiter
+    q.add("late")
+    assert len(q) == 0
+
+    q2: WorkQueue[str] = WorkQueue("t2", clock=FakeClock())
+    q2.add("a")
+    q2.add("b")
+    first = await q2.get()
+    drained = asyncio.create_task(q2.shutdown_with_drain(timeout=5))
+    await asyncio.sleep(0)
+    assert await q2.get() == "b"  # queued keys are still handed out while draining
+    q2.done("b")
+    assert not drained.done()
+    q2.done(first)
+    assert await drained is True
+    with pytest.raises(QueueShutDownError):
+        await q2.get()
+
+
+async def test_controller_outcomes() -> None:
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue(
+        "c", clock=clock, rate_limiter=ItemExponentialRateLimiter(1.0, 100.0)
+    )
+    calls: list[str] = []
+    outcomes: list[tuple[str, str]] = []
+    in_flight: set[str] = set()
+    overlap: list[str] = []
+
+    async def reconcile(key: str) -> Result | None:
+        if key in in_flight:
+            overlap.append(key)
+        in_flight.add(key)
+        calls.append(key)
+        await asyncio.sleep(0)
+        in_flight.discard(key)
+        if key == "boom" and calls.count("boom") == 1:
+            raise RuntimeError("transient")
+        if key == "fatal":
+            raise TerminalError("bad spec")
+        if key == "later" and calls.count("later") == 1:
+            return Result(requeue_after=30)
+        return None
+
+    class Metrics:
+        def reconcile(self, controller: str, result: str, seconds: float) -> None:
+            outcomes.append((controller, result))
+
+    ctl = Controller("c", q, reconcile, workers=3, metrics=Metrics())
+    ctl.start()
+    for key in ("ok", "boom", "fatal", "later"):
+        q.add(key)
+    await wait_for(lambda: len(outcomes) == 4)
+    assert sorted(outcomes) == sorted(
+        [("c", "success"), ("c", "error"), ("c", "terminal_error"), ("c", "requeue_after")]
+    )
+    assert q.num_requeues("boom") == 1
+    assert q.num_requeues("fatal") == 0
+    clock.advance(1.0)  # rate-limited retry of boom is due
+    await wait_for(lambda: calls.count("boom") == 2)
+    clock.advance(29.0)
+    await wait_for(lambda: calls.count("later") == 2)
+    await wait_for(lambda: q.processing == 0)
+    assert q.num_requeues("boom") == 0  # forgotten after success
+    assert calls.count("fatal") == 1
+    assert overlap == []
+    assert ctl.running
+    assert await ctl.stop(timeout=1)
+    assert not ctl.running
+
+
+async def test_controller_stop_bounds_in_flight() -> None:
+    q: WorkQueue[str] = WorkQueue("s", clock=FakeClock())
+    started = asyncio.Event()
+
+    async def slow(key: str) -> None:
+        started.set()
+        await asyncio.Event().wait()  # never finishes: stop() must give up after its bound
+
+    ctl = Controller("s", q, slow)
+    ctl.start()
+    q.add("k")
+    await asyncio.wait_for(started.wait(), 1)
+    assert await ctl.stop(timeout=0.05) is False
+    assert not ctl.running
+
+
+async def test_expected_failures_are_logged_without_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    q: WorkQueue[str] = WorkQueue("c", rate_limiter=ItemExponentialRateLimiter(60.0, 60.0))
+    done: list[str] = []
+
+    async def reconcile(key: str) -> Result | None:
+        done.append(key)
+        if key == "expected":
+            raise RetryableError("manifest 1: no matches for kind CronTab")
+        raise KeyError("a bug")
+
+    caplog.set_level(logging.WARNING, logger="agent.kube.controller")
+    ctl = Controller("c", q, reconcile, workers=1)
+    ctl.start()
+    q.add("expected")
+    q.add("bug")
+    await wait_for(lambda: len(done) == 2)
+    await ctl.stop(timeout=1)
+    records = {r.getMessage().split(" failed")[0]: r for r in caplog.records}
+    expected, bug = records["c: reconcile of expected"], records["c: reconcile of bug"]
+    assert "no matches for kind CronTab" in expected.getMessage()
+    assert not expected.exc_info  # an expected failure: its message says it all
+    assert bug.exc_info  # a bug: the traceback is what someone needs
+    assert q.num_requeues("expected") == 1  # both are retried
+    assert q.num_requeues("bug") == 1

@@ -1,0 +1,251 @@
+"""The agent process in-process: registration, serving, controllers, leader election, shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent.app import EXIT_FAILURE, EXIT_OK, Agent
+from agent.options import Options
+from tests.agent.controllers.clusterenv import Pair, emulator_pair, wait_for
+
+LE_LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/karmada-agent-member1"
+
+
+def start(options: Options, identity: str | None = None) -> tuple[Agent, asyncio.Task[int]]:
+    agent = Agent(options, install_signal_handlers=False, identity=identity, shutdown_timeout=5)
+    return agent, asyncio.create_task(agent.run())
+
+
+async def ready_cluster(pair: Pair) -> dict[str, Any] | None:
+    obj = await pair.cluster()
+    for item in (obj or {}).get("status", {}).get("conditions", []):
+        if item["type"] == "Ready" and item["status"] == "True":
+            return obj
+    return None
+
+
+async def test_agent_registers_reports_serves_and_stops(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        agent, task = start(pair.options())
+        obj = await wait_for(lambda: ready_cluster(pair), timeout=20)
+        assert obj["spec"]["syncMode"] == "Pull"
+        assert agent.serving is not None
+        assert agent.serving.health is not None
+        assert agent.serving.metrics is not None
+        health = f"http://127.0.0.1:{agent.serving.health.port}"
+        metrics = f"http://127.0.0.1:{agent.serving.metrics.port}"
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(f"{health}/healthz")).text == "ok"
+            await wait_for(lambda: _ok(http, f"{health}/readyz"), timeout=10)
+            body = (await http.get(f"{metrics}/metrics")).text
+        assert 'cluster_ready_state{member_cluster="member1"} 1.0' in body
+        assert "rest_client_requests_total" in body
+        assert "karmada_agent_build_info{" in body
+        assert "work_sync_workload_duration_seconds" in body
+        lease = await wait_for(
+            lambda: pair.karmada_get(
+                "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases/member1"
+            )
+        )
+        assert lease["spec"]["holderIdentity"] == "member1"
+
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        agent.stop_event.set()  # what SIGTERM does
+        assert await asyncio.wait_for(task, 10) == EXIT_OK
+        assert loop.time() - began < 10
+        async with httpx.AsyncClient() as http:
+            try:
+                await http.get(f"{health}/healthz")
+            except httpx.ConnectError:
+                pass
+            else:
+                raise AssertionError("health endpoint still served after shutdown")
+
+
+async def _ok(http: httpx.AsyncClient, url: str) -> bool:
+    return (await http.get(url)).status_code == 200
+
+
+async def test_registration_conflict_exits_non_zero(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        async with pair.karmada.client() as client:
+            await client.post(
+                "/apis/cluster.karmada.io/v1alpha1/clusters",
+                json={
+                    "apiVersion": "cluster.karmada.io/v1alpha1",
+                    "kind": "Cluster",
+                    "metadata": {"name": "member1"},
+                    "spec": {"syncMode": "Pull", "id": "another-member"},
+                },
+            )
+        agent, task = start(pair.options())
+        assert await asyncio.wait_for(task, 20) == EXIT_FAILURE
+        assert agent.registration is None
+
+
+async def test_missing_kubeconfig_exits_non_zero(tmp_path: Path) -> None:
+    options = Options(
+        cluster_name="member1",
+        karmada_kubeconfig=str(tmp_path / "missing"),
+        kubeconfig=str(tmp_path / "missing-too"),
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+    )
+    _, task = start(options)
+    assert await asyncio.wait_for(task, 10) == EXIT_FAILURE
+
+
+async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_duration=timedelta(seconds=2),
+            leader_elect_renew_deadline=timedelta(seconds=1.5),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+        )
+        first, first_task = start(options, identity="replica-a")
+        await wait_for(lambda: _flag(first.leading), timeout=15)
+        second, second_task = start(options, identity="replica-b")
+        # Both register; only the first leads.
+        await wait_for(lambda: _registered(second), timeout=15)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        assert lease["spec"]["holderIdentity"] == "replica-a"
+        assert not second.leading.is_set()
+        assert second.manager is None
+        await wait_for(lambda: ready_cluster(pair), timeout=20)
+
+        first.stop_event.set()
+        assert await asyncio.wait_for(first_task, 15) == EXIT_OK
+        # The lease was released, so the second takes over without waiting for expiry.
+        await wait_for(lambda: _flag(second.leading), timeout=10)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        assert lease["spec"]["holderIdentity"] == "replica-b"
+        assert second.manager is not None
+        second.stop_event.set()
+        assert await asyncio.wait_for(second_task, 15) == EXIT_OK
+
+
+async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
+    tmp_path: Path,
+) -> None:
+    """With the Lease on the control plane (upstream's place), a replica that cannot renew it
+    stops its controllers, but never exits: it campaigns again and leads once it can."""
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_cluster="karmada",
+            leader_elect_lease_duration=timedelta(seconds=2),
+            leader_elect_renew_deadline=timedelta(seconds=1),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+        )
+        agent, task = start(options, identity="replica-a")
+        await wait_for(lambda: _flag(agent.leading), timeout=15)
+        manager = agent.manager
+        assert manager is not None
+        assert manager.running
+        assert await pair.karmada_get(LE_LEASE) is not None
+        # The control plane refuses every lease renewal from now on.
+        rule = pair.karmada.faults.add_error(
+            500, verb="update", resource="leases.coordination.k8s.io"
+        )
+        await wait_for(lambda: controllers_stopped(manager), timeout=15)
+        await wait_for(lambda: lost_leadership(agent), timeout=5)
+        assert not agent.leading.is_set()
+        assert not task.done()
+        pair.karmada.faults.remove(rule.id)
+        await wait_for(lambda: _flag(agent.leading), timeout=15)
+        assert agent.manager is not None
+        assert agent.manager is not manager
+        assert not task.done()
+        agent.stop_event.set()
+        assert await asyncio.wait_for(task, 15) == EXIT_OK
+
+
+async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path: Path) -> None:
+    """The default: the Lease lives on the member, which both replicas share and which stays
+    reachable. A control-plane outage of 120 s at the default timings (12 renew deadlines of
+    10 s), scaled here to timings of a tenth of a second, costs no leadership, no restart and no
+    controller restart; the agent converges after it."""
+    renew_deadline = timedelta(seconds=0.4)
+    outage = renew_deadline * 12
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_duration=timedelta(seconds=0.6),
+            leader_elect_renew_deadline=renew_deadline,
+            leader_elect_retry_period=timedelta(seconds=0.1),
+        )
+        first, first_task = start(options, identity="replica-a")
+        await wait_for(lambda: _flag(first.leading), timeout=15)
+        second, second_task = start(options, identity="replica-b")
+        await wait_for(lambda: _registered(second), timeout=15)
+        await wait_for(lambda: ready_cluster(pair), timeout=20)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        assert lease["spec"]["holderIdentity"] == "replica-a"
+        assert await pair.karmada_get(LE_LEASE) is None
+        manager = first.manager
+        await pair.karmada.faults.go_offline(outage.total_seconds())
+        await wait_for(lambda: _offline(pair), timeout=outage.total_seconds() + 10, interval=0.1)
+        assert first.leading.is_set()
+        assert first.manager is manager
+        assert not second.leading.is_set()
+        assert not first_task.done()
+        assert not second_task.done()
+        assert not first.lost_leadership
+        assert not second.lost_leadership
+        # Converged: the heartbeat and status reach the control plane again.
+        await wait_for(lambda: ready_cluster(pair), timeout=20)
+        lease = await pair.member_get(LE_LEASE)
+        assert lease is not None
+        # Never held by anyone else, not even for a moment: every change of holder counts.
+        assert lease["spec"]["holderIdentity"] == "replica-a"
+        assert lease["spec"]["leaseTransitions"] == 0
+        for agent, task in ((second, second_task), (first, first_task)):
+            agent.stop_event.set()
+            assert await asyncio.wait_for(task, 15) == EXIT_OK
+
+
+async def controllers_stopped(manager: Any) -> bool:
+    return not manager.running
+
+
+async def lost_leadership(agent: Agent) -> bool:
+    return agent.lost_leadership
+
+
+async def _offline(pair: Pair) -> bool:
+    """True once the control plane went offline and came back."""
+    return not pair.karmada.faults.offline
+
+
+async def _flag(event: asyncio.Event) -> bool:
+    return event.is_set()
+
+
+async def _registered(agent: Agent) -> bool:
+    return agent.registration is not None
+
+
+async def test_shutdown_that_cannot_finish_exits_non_zero_within_its_bound(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(leader_elect=True)
+        agent = Agent(
+            options, install_signal_handlers=False, identity="stuck", shutdown_timeout=0.5
+        )
+        task = asyncio.create_task(agent.run())
+        await wait_for(lambda: _flag(agent.leading), timeout=15)
+        # Releasing the leader-election Lease on the way out hangs (a member API server that
+        # accepts connections but never answers lease updates).
+        pair.member.faults.add_latency(60, verb="update", resource="leases.coordination.k8s.io")
+        agent.stop_event.set()
+        # Bounded: shutdown_timeout plus the 5 s margin, not the 60 s the server would take.
+        assert await asyncio.wait_for(task, 15) == EXIT_FAILURE

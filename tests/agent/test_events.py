@@ -1,0 +1,222 @@
+"""EventRecorder: core/v1 Events, aggregation of repeats, failures never raised."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, cast
+
+from agent.events import EventRecorder
+from agent.kube.client import GVR
+from emulator.emulator import run_emulator
+
+from .test_execution_harness import NAMESPACES, kube_client
+
+JsonDict = dict[str, Any]
+EVENTS = GVR("", "v1", "events")
+
+WORK: JsonDict = {
+    "apiVersion": "work.karmada.io/v1alpha1",
+    "kind": "Work",
+    "metadata": {
+        "name": "web-abc",
+        "namespace": "karmada-es-member1",
+        "uid": "0f6c1d8e-1111-2222-3333-444455556666",
+        "resourceVersion": "42",
+    },
+}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_800_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_creates_then_aggregates_identical_events() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        clock = Clock()
+        recorder = EventRecorder(
+            client, component="karmada-agent", wall_clock=clock, monotonic=clock
+        )
+        try:
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert len(listed) == 1
+            event = listed[0]
+            assert event["metadata"]["name"].startswith("web-abc.")
+            int(event["metadata"]["name"].split(".", 1)[1], 16)
+            assert event["involvedObject"] == {
+                "apiVersion": "work.karmada.io/v1alpha1",
+                "kind": "Work",
+                "namespace": "karmada-es-member1",
+                "name": "web-abc",
+                "uid": "0f6c1d8e-1111-2222-3333-444455556666",
+                "resourceVersion": "42",
+            }
+            assert (event["type"], event["reason"], event["message"]) == (
+                "Normal",
+                "SyncSucceed",
+                "synced",
+            )
+            assert event["source"] == {"component": "karmada-agent"}
+            assert event["reportingComponent"] == "karmada-agent"
+            assert event["count"] == 1
+            assert event["firstTimestamp"] == event["lastTimestamp"] == "2027-01-15T08:00:00Z"
+
+            clock.now += 30
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert len(listed) == 1
+            assert listed[0]["count"] == 3
+            assert listed[0]["lastTimestamp"] == "2027-01-15T08:00:30Z"
+            assert listed[0]["firstTimestamp"] == "2027-01-15T08:00:00Z"
+            assert emu.accounting.counts(verb="create", resource="events") == 1
+            assert emu.accounting.counts(verb="patch", resource="events") >= 1
+
+            # A different message is a different Event; so is a repeat after the window.
+            recorder.record(WORK, "Warning", "SyncFailed", "boom")
+            clock.now += 3600
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert sorted((e["reason"], e["count"]) for e in listed) == [
+                ("SyncFailed", 1),
+                ("SyncSucceed", 1),
+                ("SyncSucceed", 3),
+            ]
+        finally:
+            await recorder.stop()
+            await client.close()
+
+
+async def test_event_deleted_meanwhile_is_created_again() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        recorder = EventRecorder(client)
+        try:
+            recorder.record(WORK, "Normal", "X", "y")
+            await recorder.flush(5.0)
+            (event,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            await client.delete(EVENTS, event["metadata"]["name"], namespace="karmada-es-member1")
+            recorder.record(WORK, "Normal", "X", "y")
+            await recorder.flush(5.0)
+            (again,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert again["count"] == 2
+        finally:
+            await recorder.stop()
+            await client.close()
+
+
+async def test_failures_are_logged_not_raised_and_writes_are_bounded() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        recorder = EventRecorder(client, max_in_flight=2)
+        try:
+            # The namespace does not exist: the API server refuses, the caller never knows.
+            missing = {**WORK, "metadata": {**WORK["metadata"], "namespace": "nowhere"}}
+            recorder.record(missing, "Warning", "SyncFailed", "nope")
+            recorder.record({"kind": "Work"}, "Normal", "NoName", "ignored")
+            for i in range(5):
+                recorder.record(WORK, "Normal", "Burst", f"message {i}")
+            assert recorder.dropped == 4  # one write for "nowhere", one Burst, rest dropped
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert [e["message"] for e in listed] == ["message 0"]
+            long = "x" * 5000
+            recorder.record(WORK, "Normal", "Long", long)
+            await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert max(len(e["message"]) for e in listed) == 1024
+        finally:
+            await recorder.stop()
+            await client.close()
+        recorder.record(WORK, "Normal", "AfterStop", "ignored")
+        assert not recorder._tasks
+
+
+async def _namespace(client: Any) -> None:
+    await client.create(
+        NAMESPACES,
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": WORK["metadata"]["namespace"]},
+        },
+    )
+
+
+class _SlowClient:
+    """Stands in for KubeClient: counts how many writes run at once."""
+
+    def __init__(self) -> None:
+        self.running = 0
+        self.most = 0
+        self.created = 0
+        self.release = asyncio.Event()
+        self.two_running = asyncio.Event()
+
+    async def create(self, *_: Any, **__: Any) -> dict[str, Any]:
+        self.running += 1
+        self.most = max(self.most, self.running)
+        if self.running == 2:
+            self.two_running.set()
+        await self.release.wait()
+        self.running -= 1
+        self.created += 1
+        return {}
+
+
+async def test_writes_are_sent_a_few_at_a_time_and_repeats_fold_into_counts() -> None:
+    client = _SlowClient()
+    recorder = EventRecorder(cast(Any, client), writers=2)
+    for i in range(10):
+        recorder.record(WORK, "Normal", "Burst", f"message {i}")
+    recorder.record(WORK, "Normal", "Burst", "message 9")  # a repeat while queued: a count
+    await asyncio.wait_for(client.two_running.wait(), 5)
+    assert client.running == 2
+    client.release.set()
+    assert await recorder.flush(5.0)
+    assert client.most == 2
+    assert client.created == 10
+    await recorder.stop()
+
+
+async def test_similar_events_are_combined_after_ten_messages() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        clock = Clock()
+        recorder = EventRecorder(client, wall_clock=clock, monotonic=clock)
+        try:
+            for i in range(12):
+                clock.now += 1  # distinct Event names
+                recorder.record(WORK, "Warning", "SyncFailed", f"attempt {i} failed")
+                assert await recorder.flush(5.0)
+            # An identical message again is a count update of its own Event, not a new one.
+            recorder.record(WORK, "Warning", "SyncFailed", "attempt 0 failed")
+            # Other reasons are counted apart.
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            failed = [e for e in listed if e["reason"] == "SyncFailed"]
+            # Nine on their own; from the tenth different message on, one combined Event.
+            assert len(failed) == 10
+            combined = [e for e in failed if e["message"].startswith("(combined from similar")]
+            assert len(combined) == 1
+            assert combined[0]["count"] == 3
+            assert combined[0]["message"] == "(combined from similar events): attempt 11 failed"
+            first = next(e for e in failed if e["message"] == "attempt 0 failed")
+            assert first["count"] == 2
+            assert [e["reason"] for e in listed].count("SyncSucceed") == 1
+        finally:
+            await recorder.stop()
+            await client.close()

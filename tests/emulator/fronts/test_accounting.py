@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import httpx
+
+from emulator.accounting import Accounting, ResourceSpec
+from emulator.faults import ControlRouter, Faults
+from emulator.transport import EmulatorTransport
+
+from .fakes import ADMIN_TOKEN, USER_TOKEN, FakeApi, authenticate
+
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+ALICE = {"Authorization": f"Bearer {USER_TOKEN}"}
+
+
+def rig() -> tuple[FakeApi, Accounting, Faults, ControlRouter]:
+    api = FakeApi()
+    accounting = Accounting()
+    faults = Faults(api.storage, seed=1)
+    api.hooks += [accounting.hook, faults.hook]
+    router = ControlRouter(api, authenticate, {"requests": accounting.http, "faults": faults.http})
+    return api, accounting, faults, router
+
+
+def client(router: ControlRouter, headers: dict[str, str]) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=EmulatorTransport(router, headers=headers), base_url="https://e"
+    )
+
+
+async def test_counts_by_verb_resource_user_and_namespace() -> None:
+    _, accounting, _, router = rig()
+    async with client(router, ADMIN) as admin, client(router, ALICE) as alice:
+        await admin.get("/api/v1/namespaces/a/pods")
+        await admin.get("/api/v1/namespaces/a/pods/p1")
+        await alice.get("/api/v1/namespaces/b/pods")
+        await alice.put("/api/v1/namespaces/b/pods/p1/status", content=b"{}")
+        await admin.post("/apis/apps/v1/namespaces/a/deployments", content=b"{}")
+        await admin.get("/apis")
+        async with admin.stream("GET", "/api/v1/pods?watch=true"):
+            pass
+    assert accounting.total() == 7
+    assert accounting.counts(verb="list") == 2
+    assert accounting.counts(verb="list", user="alice") == 1
+    assert accounting.counts(resource="pods") == 4
+    assert accounting.counts(resource="pods/status") == 1
+    assert accounting.counts(resource="pods/*") == 5
+    assert accounting.counts(resource="deployments.apps", verb="create") == 1
+    assert accounting.counts(resource="deployments.batch") == 0
+    assert accounting.counts(namespace="b") == 2
+    assert accounting.counts(path="/apis") == 1
+    assert accounting.counts(user="admin") == 5
+    assert accounting.watches_opened() == 1
+    assert accounting.watches_opened(resource="pods", user="admin") == 1
+    accounting.reset()
+    assert accounting.total() == 0
+
+
+async def test_failed_by_faults_still_counted_control_calls_not() -> None:
+    _, accounting, faults, router = rig()
+    faults.fail_next(1, 503, verb="get")
+    async with client(router, ADMIN) as admin:
+        assert (await admin.get("/api/v1/namespaces/a/pods/p")).status_code == 503
+        assert (await admin.get("/api/v1/namespaces/a/pods/p")).status_code == 200
+        assert (await admin.get("/_emulator/faults")).status_code == 200
+    assert accounting.counts(verb="get", resource="pods") == 2
+    assert accounting.total() == 2
+
+
+async def test_http_view_filter_and_reset() -> None:
+    _, accounting, _, router = rig()
+    async with client(router, ADMIN) as admin, client(router, ALICE) as alice:
+        await alice.get("/api/v1/namespaces/b/configmaps")
+        await alice.get("/api/v1/namespaces/b/configmaps")
+        await admin.get("/api/v1/namespaces/b/configmaps/c")
+        async with alice.stream("GET", "/api/v1/namespaces/b/configmaps?watch=1"):
+            pass
+        everything = (await admin.get("/_emulator/requests")).json()
+        alices = (await admin.get("/_emulator/requests", params={"user": "alice"})).json()
+        lists = (
+            await admin.get(
+                "/_emulator/requests", params={"verb": "list", "resource": "configmaps"}
+            )
+        ).json()
+        denied = await alice.get("/_emulator/requests")
+        reset = (await admin.delete("/_emulator/requests")).json()
+    assert everything["total"] == 4
+    assert everything["watchStreams"] == 1
+    assert alices["total"] == 3
+    assert lists == {
+        "total": 2,
+        "watchStreams": 0,
+        "items": [
+            {
+                "verb": "list",
+                "user": "alice",
+                "count": 2,
+                "group": "",
+                "resource": "configmaps",
+                "subresource": "",
+                "namespace": "b",
+            }
+        ],
+    }
+    assert denied.status_code == 403
+    assert denied.json()["reason"] == "Forbidden"
+    assert reset == {"reset": True, "total": 4}
+    assert accounting.total() == 0
+
+
+def test_resource_spec_parsing() -> None:
+    assert ResourceSpec.parse("pods") == ResourceSpec("pods", None, "")
+    assert ResourceSpec.parse("pods.") == ResourceSpec("pods", "", "")
+    assert ResourceSpec.parse("clusters.cluster.karmada.io/status") == ResourceSpec(
+        "clusters", "cluster.karmada.io", "status"
+    )
+    core_pods = ResourceSpec.parse("pods.")
+    assert core_pods.matches("", "pods", "")
+    assert not core_pods.matches("metrics.k8s.io", "pods", "")
+    assert str(ResourceSpec.parse("leases.coordination.k8s.io")) == "leases.coordination.k8s.io"

@@ -1,0 +1,461 @@
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import itertools
+import json
+import ssl
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import h2.errors
+import httpx
+import pytest
+
+from emulator.compression import GZIP_THRESHOLD_BYTES
+from emulator.https import HttpsServer, ResponseWithFollowUp
+from emulator.pki import CertificateAuthority
+from emulator.wire import ApiRequest, ApiResponse
+
+from .fakes import FakeApi, client_ssl_context, der_of, eventually, loads
+from .h2client import RawH2Client
+
+
+@pytest.fixture(scope="module")
+def ca() -> CertificateAuthority:
+    return CertificateAuthority.generate("test-ca")
+
+
+@pytest.fixture(scope="module")
+def serving(ca: CertificateAuthority) -> tuple[bytes, bytes]:
+    return ca.issue("kube-apiserver", dns_names=("localhost",), ips=("127.0.0.1",), usage="server")
+
+
+@pytest.fixture
+async def api() -> FakeApi:
+    return FakeApi()
+
+
+@pytest.fixture
+async def server(
+    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes]
+) -> AsyncIterator[HttpsServer]:
+    async with HttpsServer(api, serving[0], serving[1], ca.cert_pem) as srv:
+        yield srv
+
+
+@pytest.fixture
+def verify(ca: CertificateAuthority, tmp_path: Path) -> ssl.SSLContext:
+    return client_ssl_context(ca.cert_pem, tmp_path)
+
+
+@pytest.fixture(params=["HTTP/1.1", "HTTP/2"])
+def protocol(request: pytest.FixtureRequest) -> str:
+    """The HTTP version the client speaks: kube-apiserver's clients use both."""
+    return str(request.param)
+
+
+def https_client(
+    verify: ssl.SSLContext, base_url: str, protocol: str, **kwargs: Any
+) -> httpx.AsyncClient:
+    http2 = protocol == "HTTP/2"
+    return httpx.AsyncClient(
+        verify=verify, base_url=base_url, http1=not http2, http2=http2, **kwargs
+    )
+
+
+async def test_serves_https_on_loopback_without_client_cert(
+    server: HttpsServer, verify: ssl.SSLContext, protocol: str
+) -> None:
+    assert server.url.startswith("https://127.0.0.1:")
+    assert server.port > 0
+    async with https_client(verify, server.url, protocol) as client:
+        r = await client.get(
+            "/echo", params=[("a", "1"), ("a", "2"), ("empty", "")], headers={"X-Thing": "v"}
+        )
+        escaped = await client.get("/api/v1/namespaces/ns/secrets/system%3Aa%20b")
+    assert r.status_code == 200
+    assert r.http_version == protocol
+    seen = r.json()
+    assert seen["method"] == "GET"
+    assert seen["path"] == "/echo"
+    assert seen["query"] == {"a": ["1", "2"], "empty": [""]}
+    assert seen["headers"]["x-thing"] == "v"
+    assert seen["peerCN"] is None
+    assert seen["user"] == "system:anonymous"
+    assert escaped.json()["path"] == "/api/v1/namespaces/ns/secrets/system:a b"
+
+
+async def test_serving_certificate_valid_for_localhost(
+    server: HttpsServer, verify: ssl.SSLContext
+) -> None:
+    async with httpx.AsyncClient(verify=verify) as client:
+        r = await client.get(f"https://localhost:{server.port}/echo")
+    assert r.status_code == 200
+
+
+async def test_client_certificate_reaches_the_request(
+    server: HttpsServer, api: FakeApi, ca: CertificateAuthority, tmp_path: Path, protocol: str
+) -> None:
+    cert_key = ca.issue("system:node:member1", ("system:nodes",))
+    ctx = client_ssl_context(ca.cert_pem, tmp_path, cert_key)
+    async with https_client(ctx, server.url, protocol) as client:
+        r = await client.get("/echo")
+    assert r.status_code == 200
+    assert r.json()["peerCN"] == "system:node:member1"
+    assert api.seen[-1].peer_cert_der == der_of(cert_key[0])
+
+
+async def test_client_certificate_of_another_ca_is_refused_at_handshake(
+    server: HttpsServer, ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    other = CertificateAuthority.generate("other-ca")
+    ctx = client_ssl_context(ca.cert_pem, tmp_path, other.issue("mallory"))
+    async with httpx.AsyncClient(verify=ctx, base_url=server.url) as client:
+        with pytest.raises((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)):
+            await client.get("/echo")
+
+
+async def test_alpn_offers_h2_then_http11(server: HttpsServer, verify: ssl.SSLContext) -> None:
+    """As kube-apiserver: a client offering both gets HTTP/2, an HTTP/1.1-only client is
+    served too, and the connection log says which each connection speaks."""
+    async with httpx.AsyncClient(verify=verify, base_url=server.url, http2=True) as both:
+        assert (await both.get("/echo")).http_version == "HTTP/2"
+    async with httpx.AsyncClient(verify=verify, base_url=server.url) as http1_only:
+        assert (await http1_only.get("/echo")).http_version == "HTTP/1.1"
+    assert [r.protocol for r in server.connection_log.records] == ["h2", "http/1.1"]
+
+
+async def test_error_status_passes_through_unchanged(
+    server: HttpsServer, verify: ssl.SSLContext
+) -> None:
+    async with httpx.AsyncClient(verify=verify, base_url=server.url) as client:
+        r = await client.get("/unauthorized")
+    assert r.status_code == 401
+    assert r.headers["content-type"] == "application/json"
+    assert r.json() == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
+
+
+async def test_large_request_body(
+    server: HttpsServer, verify: ssl.SSLContext, protocol: str
+) -> None:
+    body = bytes(range(256)) * (12 * 4096)  # 12 MiB
+    async with https_client(verify, server.url, protocol, timeout=30) as client:
+        r = await client.put("/echo", content=body)
+    assert r.status_code == 200
+    assert r.json()["bodyLength"] == len(body)
+    assert r.json()["bodySha256"] == hashlib.sha256(body).hexdigest()
+
+
+async def test_watch_chunks_arrive_as_produced(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+) -> None:
+    async with (
+        https_client(verify, server.url, protocol) as client,
+        client.stream("GET", "/api/v1/pods", params={"watch": "true"}) as r,
+    ):
+        assert r.status_code == 200
+        if protocol == "HTTP/1.1":
+            assert r.headers.get("transfer-encoding") == "chunked"
+        else:
+            assert "transfer-encoding" not in r.headers
+        lines = r.aiter_lines()
+        api.release(b'{"type":"ADDED"}\n')
+        # The second event is only produced after the client saw the first one.
+        assert json.loads(await anext(lines)) == {"type": "ADDED"}
+        api.release(b'{"type":"MODIFIED"}\n')
+        assert json.loads(await anext(lines)) == {"type": "MODIFIED"}
+        api.finish()
+        assert [line async for line in lines] == []
+    await eventually(lambda: api.streams_closed == 1)
+
+
+async def test_client_disconnect_releases_the_watch(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+) -> None:
+    async with httpx.AsyncClient(verify=verify, base_url=server.url) as client:
+        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
+            api.release(b"one\n")
+            assert await anext(r.aiter_lines()) == "one"
+            assert api.streams_closed == 0
+        # Leaving the stream early closes the connection; the server's watch ends.
+        await eventually(lambda: api.streams_closed == 1)
+        # The server still serves new requests.
+        assert (await client.get("/echo")).status_code == 200
+
+
+async def test_http2_stream_reset_releases_only_that_watch(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+) -> None:
+    client = await RawH2Client.connect(server.port, verify)
+    try:
+        first = await client.request("GET", "/api/v1/pods?watch=1")
+        second = await client.request("GET", "/api/v1/pods?watch=1")
+        await eventually(lambda: api.streams_opened == 2)
+        await client.reset(first)
+        await eventually(lambda: api.streams_closed == 1)
+        # The other watch on the same connection still gets its events.
+        api.release(b"one\n")
+        await client.read_until(lambda: bytes(client.streams[second].body) == b"one\n")
+        assert client.streams[second].status == 200
+        echo = await client.request("GET", "/echo")
+        await client.read_until(lambda: client.streams[echo].ended)
+        assert loads(bytes(client.streams[echo].body))["path"] == "/echo"
+    finally:
+        await client.close()
+    assert server.connection_log.count() == 1
+
+
+async def test_http2_multiplexes_watches_and_requests_on_one_connection(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+) -> None:
+    async with (
+        httpx.AsyncClient(verify=verify, base_url=server.url, http2=True) as client,
+        contextlib.AsyncExitStack() as stack,
+    ):
+        watches = [
+            await stack.enter_async_context(client.stream("GET", "/api/v1/pods?watch=1"))
+            for _ in range(5)
+        ]
+        gets = await asyncio.gather(*(client.get("/echo") for _ in range(20)))
+        assert {r.status_code for r in gets} == {200}
+        assert all(w.http_version == "HTTP/2" for w in watches)
+        assert api.streams_opened == 5
+        for n in range(5):
+            api.release(b"event-%d\n" % n)
+        for _ in watches:
+            api.finish()
+        # The watches share FakeApi's one queue: together they see every event, in order.
+        lines = [[line async for line in w.aiter_lines()] for w in watches]
+        assert sorted(itertools.chain(*lines)) == [f"event-{n}" for n in range(5)]
+        await eventually(lambda: api.streams_closed == 5)
+    records = server.connection_log.records
+    assert [(r.protocol, r.requests) for r in records] == [("h2", 25)]
+    assert records[0].users == {"system:anonymous"}
+
+
+async def test_http2_respects_the_clients_flow_control_window(
+    server: HttpsServer, verify: ssl.SSLContext
+) -> None:
+    """A client that grants 1 KiB per stream gets 1 KiB until it acknowledges more; h2
+    would raise FlowControlError if the server sent beyond the window."""
+    size = 64 * 1024
+    client = await RawH2Client.connect(server.port, verify, initial_window=1024)
+    client.auto_acknowledge = False
+    try:
+        stream_id = await client.request("GET", f"/big?size={size}")
+        state = client.streams[stream_id]
+        await client.read_until(lambda: len(state.body) == 1024)
+        assert not state.ended
+        while not state.ended:
+            received = len(state.body)
+            await client.acknowledge(stream_id)
+            await client.read_until(lambda n=received: len(state.body) > n or state.ended)
+            assert len(state.body) - received <= 1024
+        assert len(state.body) == size
+    finally:
+        await client.close()
+
+
+async def test_http2_stop_ends_watches_then_sends_goaway(
+    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
+) -> None:
+    srv = HttpsServer(api, serving[0], serving[1], ca.cert_pem)
+    await srv.start()
+    client = await RawH2Client.connect(srv.port, verify)
+    try:
+        watch = await client.request("GET", "/api/v1/pods?watch=1")
+        await eventually(lambda: api.streams_opened == 1)
+        await srv.stop()
+        await client.read_until(lambda: client.goaway is not None)
+        assert client.goaway is not None
+        assert client.goaway.error_code == h2.errors.ErrorCodes.NO_ERROR
+        assert client.goaway.last_stream_id == watch
+        assert client.streams[watch].ended
+        assert api.streams_closed == 1
+    finally:
+        await client.close()
+    assert not srv.online
+
+
+async def test_stop_ends_open_watches(
+    api: FakeApi,
+    ca: CertificateAuthority,
+    serving: tuple[bytes, bytes],
+    verify: ssl.SSLContext,
+    protocol: str,
+) -> None:
+    srv = HttpsServer(api, serving[0], serving[1], ca.cert_pem)
+    await srv.start()
+    async with (
+        https_client(verify, srv.url, protocol) as client,
+        client.stream("GET", "/api/v1/pods?watch=1") as r,
+    ):
+        api.release(b"one\n")
+        lines = r.aiter_lines()
+        assert await anext(lines) == "one"
+        await srv.stop()
+        await eventually(lambda: api.streams_closed == 1)
+        with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError, StopAsyncIteration)):
+            await anext(lines)
+    assert not srv.online
+
+
+async def test_offline_refuses_and_resets_then_comes_back_on_same_port(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+) -> None:
+    port = server.port
+    async with https_client(verify, server.url, protocol) as client:
+        first = (await client.get("/echo")).json()["handled"]
+        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
+            api.release(b"one\n")
+            lines = r.aiter_lines()
+            assert await anext(lines) == "one"
+            await server.go_offline()
+            with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+                await anext(lines)
+        await eventually(lambda: api.streams_closed == 1)
+        with pytest.raises(httpx.ConnectError):
+            await client.get("/echo")
+        await server.come_back()
+        assert server.port == port
+        r2 = await client.get("/echo")
+    assert r2.status_code == 200
+    # Same handler, state kept: the request counter continued.
+    assert r2.json()["handled"] > first
+
+
+async def test_drop_streams_resets_only_watch_connections(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+) -> None:
+    async with https_client(verify, server.url, protocol) as client:
+        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
+            api.release(b"one\n")
+            lines = r.aiter_lines()
+            assert await anext(lines) == "one"
+            assert await server.drop_streams() == 1
+            with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
+                await anext(lines)
+        await eventually(lambda: api.streams_closed == 1)
+        assert (await client.get("/echo")).status_code == 200
+
+
+class _FollowUp:
+    def __init__(self) -> None:
+        self.done = False
+
+    async def handle(self, req: ApiRequest) -> ApiResponse:
+        async def then() -> None:
+            self.done = True
+
+        return ResponseWithFollowUp(
+            202, b'{"ok":true}', {"Content-Type": "application/json"}, then=then
+        )
+
+
+async def test_follow_up_runs_after_the_response(
+    ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext, protocol: str
+) -> None:
+    handler = _FollowUp()
+    async with (
+        HttpsServer(handler, serving[0], serving[1], ca.cert_pem) as srv,
+        https_client(verify, srv.url, protocol) as client,
+    ):
+        r = await client.post("/x")
+        assert r.status_code == 202
+        assert loads(r.content) == {"ok": True}
+        await eventually(lambda: handler.done)
+
+
+async def test_curl_style_expect_continue_and_head(
+    server: HttpsServer, ca: CertificateAuthority, tmp_path: Path
+) -> None:
+    ca_file = tmp_path / "ca.crt"
+    ca_file.write_bytes(ca.cert_pem)
+    body_file = tmp_path / "body"
+    body_file.write_bytes(b"x" * 3_000_000)
+    proc = await asyncio.create_subprocess_exec(
+        "curl",
+        "-sS",
+        "--cacert",
+        str(ca_file),
+        "-X",
+        "PUT",
+        "--data-binary",
+        f"@{body_file}",
+        "-H",
+        "Expect: 100-continue",
+        "--expect100-timeout",
+        "30",
+        "--max-time",
+        "20",
+        f"{server.url}/echo",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await proc.communicate()
+    assert proc.returncode == 0
+    assert loads(out)["bodyLength"] == 3_000_000
+    ctx = client_ssl_context(ca.cert_pem, tmp_path)
+    async with httpx.AsyncClient(verify=ctx, base_url=server.url) as client:
+        head = await client.head("/echo")
+    assert head.status_code == 200
+    assert head.content == b""
+
+
+@pytest.mark.parametrize(
+    ("size", "accept", "compressed"),
+    [
+        (GZIP_THRESHOLD_BYTES + 1, "gzip", True),
+        (4 * 1024 * 1024, "deflate, gzip", True),
+        (GZIP_THRESHOLD_BYTES, "gzip", False),  # kube compresses only above the threshold
+        (4 * 1024 * 1024, "identity", False),
+        (4 * 1024 * 1024, "gzip;q=1.0", False),  # kube matches the token "gzip" exactly
+    ],
+)
+async def test_gzip_as_kube_apiserver_compresses(
+    server: HttpsServer,
+    verify: ssl.SSLContext,
+    protocol: str,
+    size: int,
+    accept: str,
+    compressed: bool,
+) -> None:
+    async with https_client(verify, server.url, protocol) as client:
+        r = await client.get(
+            "/big", params={"size": str(size)}, headers={"Accept-Encoding": accept}
+        )
+    assert r.status_code == 200
+    assert len(r.content) == size
+    assert r.json()["data"] == "x" * (size - 11)
+    if compressed:
+        assert r.headers["content-encoding"] == "gzip"
+        assert r.headers["vary"] == "Accept-Encoding"
+        assert r.num_bytes_downloaded < size // 50
+    else:
+        assert "content-encoding" not in r.headers
+        assert r.num_bytes_downloaded == size
+
+
+async def test_watch_streams_are_never_compressed(
+    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+) -> None:
+    big_event = b'{"type":"ADDED","object":{"data":"' + b"x" * (GZIP_THRESHOLD_BYTES * 2) + b'"}}\n'
+    async with (
+        https_client(verify, server.url, protocol) as client,
+        client.stream("GET", "/api/v1/pods?watch=1", headers={"Accept-Encoding": "gzip"}) as r,
+    ):
+        assert "content-encoding" not in r.headers
+        api.release(big_event)
+        api.finish()
+        body = b"".join([chunk async for chunk in r.aiter_raw()])
+    assert body == big_event
