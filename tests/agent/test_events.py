@@ -8,8 +8,7 @@ from typing import Any, cast
 from agent.events import EventRecorder
 from agent.kube.client import GVR
 from emulator.emulator import run_emulator
-
-from .test_execution_harness import NAMESPACES, kube_client
+from tests.agent.controllers.test_execution_harness import NAMESPACES, kube_client
 
 JsonDict = dict[str, Any]
 EVENTS = GVR("", "v1", "events")

@@ -32,8 +32,7 @@ from emulator.controllers import Knobs
 from emulator.emulator import run_emulator
 from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
 from emulator.works import control_plane_work
-
-from ..e2e.support import DEPLOY, client_for, condition, eventually, kubectl
+from tests.e2e.support import DEPLOY, client_for, condition, eventually, kubectl
 
 WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")

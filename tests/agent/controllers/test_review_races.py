@@ -13,9 +13,9 @@ from agent.controllers.work_informer import WORKS
 from agent.karmada import names
 from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
+from tests.agent.test_app import controllers_stopped, lost_leadership
 
 from .clusterenv import emulator_pair, wait_for
-from .test_app import controllers_stopped, lost_leadership
 from .test_execution_harness import (
     CONFIGMAPS,
     DEPLOYMENTS,

@@ -6,8 +6,7 @@ from __future__ import annotations
 from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from emulator.discovery import AGG_V2
 from emulator.emulator import run_emulator
-
-from .test_execution_harness import CRDS, crd, eventually, kube_client
+from tests.agent.controllers.test_execution_harness import CRDS, crd, eventually, kube_client
 
 ACCEPT = f"{AGG_V2},application/json"
 
