@@ -185,30 +185,27 @@ async def retrieve_validated(
     deadline = loop.time() + timeout
     key = JWS_PREFIX + token.id
     delay = 0.2
-    last_problem = ""
     progress(f"reading cluster-info from {server} (not trusting the server yet)")
     async with reporting(
-        progress,
-        f"cluster-info signed for token id {token.id!r}",
-        timeout,
-        lambda: last_problem,
-    ):
+        progress, f"cluster-info signed for token id {token.id!r}", timeout
+    ) as waiting:
         while True:
             try:
                 data = await _fetch(anonymous_client_config(server, None))
             except TransportError as exc:
-                data, last_problem = None, str(exc)
+                data = None
+                waiting.problem(str(exc))
             if data is not None and key in data and "kubeconfig" in data:
                 break
             if data is not None:
-                last_problem = (
+                waiting.problem(
                     f"cluster-info has no signature for token id {token.id!r}: the token is "
                     "unknown, expired or lacks the 'signing' usage, or the control plane's "
-                    "bootstrapsigner controller is not running"
+                    "bootstrapsigner controller has not signed it (yet)"
                 )
             if loop.time() + delay > deadline:
                 raise DiscoveryError(
-                    f"discovery gave up after {timeout:g}s: {last_problem or 'no cluster-info'}"
+                    f"discovery gave up after {timeout:g}s: {waiting.detail or 'no cluster-info'}"
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)

@@ -259,11 +259,8 @@ async def _wait_ready(
     state = "not created yet"
     progress(f"waiting for the agent to report Cluster {o.cluster_name} Ready")
     async with reporting(
-        progress,
-        f"the agent to report Cluster {o.cluster_name} Ready",
-        o.discovery_timeout,
-        lambda: f"the Cluster is {state}",
-    ):
+        progress, f"the agent to report Cluster {o.cluster_name} Ready", o.discovery_timeout
+    ) as waiting:
         while True:
             try:
                 cluster = await client.get(CLUSTERS, o.cluster_name)
@@ -275,6 +272,7 @@ async def _wait_ready(
             ):
                 return
             state = "not created yet" if not cluster else "not Ready"
+            waiting.detail = f"the Cluster is {state}"
             if loop.time() - start > o.discovery_timeout:
                 raise RegisterError(
                     f"Cluster {o.cluster_name} is {state} after {o.discovery_timeout:g}s; check "

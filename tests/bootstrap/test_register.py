@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import re
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -627,4 +628,33 @@ async def test_register_says_what_it_waits_for(
     )
     assert f"no signature for token id {token.id!r}" in lines[-1]
     assert "of 2s)" in lines[-1]
+    assert token.secret not in err
+
+
+async def test_register_says_at_once_why_it_waits_and_for_how_long(
+    bed: Bed, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first read that finds no signature for the token says so right away, with how long
+    register will keep trying, not only at the next progress interval (10 s): the user learns
+    at once that the token may be unknown."""
+    monkeypatch.setattr(waiting, "PROGRESS_EVERY", 3600.0)  # no periodic line within the test
+    token = tokens.generate()  # never stored on the control plane: unknown
+    code, _, err = await bed.cli(
+        capsys,
+        "register",
+        bed.cp.url.removeprefix("https://"),
+        f"--token={token}",
+        f"--discovery-token-ca-cert-hash={discovery.spki_pin(bed.cp.ca_pem)}",
+        f"--kubeconfig={bed.member_kubeconfig}",
+        "--discovery-timeout=3s",
+    )
+    assert code == 1
+    said = [line for line in err.splitlines() if "waiting for cluster-info signed" in line]
+    assert len(said) == 1, err  # once, however many times discovery read cluster-info
+    assert f"no signature for token id {token.id!r}" in said[0]
+    assert "the token is unknown, expired" in said[0]
+    left = re.search(r"will keep trying for (\d+)s more \(of 3s\)", said[0])
+    assert left is not None, said[0]
+    assert 2 <= int(left.group(1)) <= 3
+    assert "still waiting" not in err
     assert token.secret not in err
