@@ -23,17 +23,17 @@ from pathlib import Path
 from typing import Any
 
 from agent.karmada.quantity import parse_quantity
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
+from agent.resources import CLUSTERS
 from emulator.emulator import run_emulator
 
 from .agent_latency import rss_mib
 from .report import report
 
 CLUSTER = "member1"
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 JSON = dict[str, Any]
 
 

@@ -31,10 +31,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import EVENTS
 from agent.kube.transport import Transport
+from agent.resources import CLUSTERS, WORKS
 from emulator.works import control_plane_work
 
 from .emulators import EmulatorProcess, emulator_process
@@ -42,9 +44,6 @@ from .report import report
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-EVENTS = GVR("", "v1", "events")
 NAMESPACE = "bench"
 AGENT_USER = "karmada-agent-bench"
 JSON = dict[str, Any]

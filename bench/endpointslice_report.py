@@ -34,6 +34,7 @@ from typing import Any
 from agent.karmada import collected
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
+from agent.kube.resources import ENDPOINT_SLICES, NAMESPACES, SERVICES
 from agent.kube.transport import Transport
 from emulator.works import control_plane_work
 
@@ -55,9 +56,6 @@ from .report import report
 
 JSON = dict[str, Any]
 NAMESPACE = "bench-mcs"
-SERVICES = GVR("", "v1", "services")
-SLICES = GVR("discovery.k8s.io", "v1", "endpointslices")
-NAMESPACES = GVR("", "v1", "namespaces")
 EXPORTS_PER_WORK = 50
 SLICE_MANAGER = "bench-endpoints-controller.example.com"
 
@@ -179,7 +177,7 @@ async def run(args: argparse.Namespace) -> JSON:
             await _create_all(member_admin, SERVICES, [service(n) for n in exported + others])
             await _create_all(
                 member_admin,
-                SLICES,
+                ENDPOINT_SLICES,
                 [
                     endpoint_slice(n, i, args.endpoints)
                     for n in exported + others
@@ -232,11 +230,11 @@ async def run(args: argparse.Namespace) -> JSON:
                 index = rng.randrange(args.slices)
                 name = f"{svc}-{index}"
                 versions[name] = versions.get(name, 0) + 1
-                live = await member_admin.get(SLICES, name, namespace=NAMESPACE)
+                live = await member_admin.get(ENDPOINT_SLICES, name, namespace=NAMESPACE)
                 updated = endpoint_slice(svc, index, args.endpoints, versions[name])
                 updated["metadata"]["resourceVersion"] = live["metadata"]["resourceVersion"]
                 changed_at[(name, versions[name])] = time.monotonic()
-                await member_admin.replace(SLICES, updated)
+                await member_admin.replace(ENDPOINT_SLICES, updated)
 
             async def churn_reported() -> bool:
                 return all(seen.get(name, (0, 0.0))[0] >= v for name, v in versions.items())

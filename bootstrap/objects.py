@@ -6,23 +6,38 @@ from typing import Any
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import (
+    CLUSTER_ROLE_BINDINGS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    DEPLOYMENTS,
+    NAMESPACES,
+    POD_DISRUPTION_BUDGETS,
+    ROLE_BINDINGS,
+    ROLES,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+)
 
 FIELD_MANAGER = "karmada-bootstrap"
 
 Obj = dict[str, Any]
 
-# Every kind deploy/ and the control-plane prerequisites contain: (resource, namespaced).
-_RESOURCES: dict[tuple[str, str], tuple[str, bool]] = {
-    ("v1", "Namespace"): ("namespaces", False),
-    ("v1", "ServiceAccount"): ("serviceaccounts", True),
-    ("v1", "Secret"): ("secrets", True),
-    ("v1", "ConfigMap"): ("configmaps", True),
-    ("rbac.authorization.k8s.io/v1", "ClusterRole"): ("clusterroles", False),
-    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ("clusterrolebindings", False),
-    ("rbac.authorization.k8s.io/v1", "Role"): ("roles", True),
-    ("rbac.authorization.k8s.io/v1", "RoleBinding"): ("rolebindings", True),
-    ("apps/v1", "Deployment"): ("deployments", True),
-    ("policy/v1", "PodDisruptionBudget"): ("poddisruptionbudgets", True),
+# Every kind deploy/ and the control-plane prerequisites contain: (kind, resource, namespaced).
+_KINDS: tuple[tuple[str, GVR, bool], ...] = (
+    ("Namespace", NAMESPACES, False),
+    ("ServiceAccount", SERVICE_ACCOUNTS, True),
+    ("Secret", SECRETS, True),
+    ("ConfigMap", CONFIGMAPS, True),
+    ("ClusterRole", CLUSTER_ROLES, False),
+    ("ClusterRoleBinding", CLUSTER_ROLE_BINDINGS, False),
+    ("Role", ROLES, True),
+    ("RoleBinding", ROLE_BINDINGS, True),
+    ("Deployment", DEPLOYMENTS, True),
+    ("PodDisruptionBudget", POD_DISRUPTION_BUDGETS, True),
+)
+_RESOURCES: dict[tuple[str, str], tuple[GVR, bool]] = {
+    (gvr.api_version, kind): (gvr, namespaced) for kind, gvr, namespaced in _KINDS
 }
 
 
@@ -30,7 +45,7 @@ def gvr_of(obj: Obj) -> GVR:
     key = (str(obj.get("apiVersion")), str(obj.get("kind")))
     if key not in _RESOURCES:
         raise ValueError(f"karmada-bootstrap does not know how to write {key[1]} ({key[0]})")
-    return GVR.of(key[0], _RESOURCES[key][0])
+    return _RESOURCES[key][0]
 
 
 def namespace_of(obj: Obj) -> str | None:

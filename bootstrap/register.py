@@ -31,7 +31,7 @@ from agent.karmada.names import (
     CONDITION_READY,
     agent_user,
 )
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import ConfigError
 from agent.kube.errors import (
     ApiError,
@@ -40,7 +40,12 @@ from agent.kube.errors import (
     NotFoundError,
     UnauthorizedError,
 )
-from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, SECRETS
+from agent.kube.resources import (
+    CERTIFICATE_SIGNING_REQUESTS,
+    DEPLOYMENTS,
+    SECRETS,
+    SERVICE_ACCOUNTS,
+)
 from agent.kube.transport import Transport
 from agent.resources import CLUSTERS
 
@@ -184,8 +189,8 @@ async def preflight(member: KubeClient, namespace: str) -> None:
     found = []
     for gvr, name, what in (
         (SECRETS, AGENT_KUBECONFIG_SECRET, "Secret"),
-        (GVR("", "v1", "serviceaccounts"), AGENT_SA, "ServiceAccount"),
-        (GVR("apps", "v1", "deployments"), AGENT_DEPLOYMENT, "Deployment"),
+        (SERVICE_ACCOUNTS, AGENT_SA, "ServiceAccount"),
+        (DEPLOYMENTS, AGENT_DEPLOYMENT, "Deployment"),
     ):
         try:
             await member.get(gvr, name, namespace=namespace)

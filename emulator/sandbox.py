@@ -22,20 +22,18 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, NAMESPACES
 from agent.kube.transport import Transport
+from agent.resources import CLUSTERS, RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
 
 from .emulator import Emulator, run_emulator
 from .works import control_plane_work
 
 CLUSTER = "member1"
 NAMESPACE = "sandbox"
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-CUSTOMIZATIONS = GVR("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")
 JSON = dict[str, Any]
 
 
@@ -284,7 +282,7 @@ async def _demo(sandbox: Sandbox, karmada: KubeClient, member: KubeClient, timeo
         sandbox.agent_alive()
         try:
             cluster = await karmada.get(CLUSTERS, CLUSTER)
-            await karmada.get(GVR("", "v1", "namespaces"), es)
+            await karmada.get(NAMESPACES, es)
         except NotFoundError:
             return False
         ready = [
@@ -299,7 +297,7 @@ async def _demo(sandbox: Sandbox, karmada: KubeClient, member: KubeClient, timeo
     _say(f"      Cluster {CLUSTER} is Ready; execution namespace {es} exists.")
 
     _say("[3/5] creating Works as the Karmada control plane would ...")
-    await karmada.create(CUSTOMIZATIONS, crontab_customization())
+    await karmada.create(RESOURCE_INTERPRETER_CUSTOMIZATIONS, crontab_customization())
     _say("      created resourceinterpretercustomization crontabs (health and status of CronTab)")
     for work in sandbox_works():
         await karmada.create(WORKS, work, namespace=es)

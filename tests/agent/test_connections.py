@@ -7,17 +7,17 @@ from pathlib import Path
 import yaml
 
 from agent.connections import KubeconfigReloader, load_karmada_config
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
+from agent.kube.resources import SELF_SUBJECT_REVIEWS
 from agent.kube.transport import Transport
 from agent.options import Options
 from emulator.emulator import run_emulator
 
-WHOAMI = GVR("authentication.k8s.io", "v1", "selfsubjectreviews")
-
 
 async def _whoami(client: KubeClient) -> str:
     review = await client.create(
-        WHOAMI, {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        SELF_SUBJECT_REVIEWS,
+        {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
     )
     return str(review["status"]["userInfo"]["username"])
 

@@ -6,12 +6,11 @@ import asyncio
 from typing import Any, cast
 
 from agent.events import EventRecorder
-from agent.kube.client import GVR
+from agent.kube.resources import EVENTS, NAMESPACES
 from emulator.emulator import run_emulator
-from tests.agent.controllers.test_execution_harness import NAMESPACES, kube_client
+from tests.agent.controllers.test_execution_harness import kube_client
 
 JsonDict = dict[str, Any]
-EVENTS = GVR("", "v1", "events")
 
 WORK: JsonDict = {
     "apiVersion": "work.karmada.io/v1alpha1",

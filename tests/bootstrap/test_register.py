@@ -24,9 +24,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes
 from cryptography.x509.oid import NameOID
 
-from agent.kube.client import GVR, KubeClient
+from agent import resources
+from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError
-from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, SECRETS
 from agent.kube.transport import Transport
 from agent.options import parse_options
 from bootstrap import csr, discovery, tokens, waiting
@@ -479,17 +480,15 @@ async def test_agent_identity_is_confined_to_its_cluster(
     )
     assert code == 0, err
     assert "joined successfully" in out
-    works = GVR("work.karmada.io", "v1alpha1", "works")
-    secrets = GVR("", "v1", "secrets")
     async with contextlib.AsyncExitStack() as stack:
         client = await agent_client(bed)
         stack.push_async_callback(client.close)
-        assert (await client.list(works, namespace="karmada-es-member1"))["items"] == []
+        assert (await client.list(resources.WORKS, namespace="karmada-es-member1"))["items"] == []
         for call in (
-            client.list(works, namespace="karmada-es-member2"),
-            client.get(secrets, "member2", namespace="karmada-cluster"),
-            client.list(secrets, namespace="karmada-cluster"),
-            client.list(secrets, namespace="kube-system"),
+            client.list(resources.WORKS, namespace="karmada-es-member2"),
+            client.get(SECRETS, "member2", namespace="karmada-cluster"),
+            client.list(SECRETS, namespace="karmada-cluster"),
+            client.list(SECRETS, namespace="kube-system"),
         ):
             with pytest.raises(ForbiddenError) as caught:
                 await call

@@ -11,11 +11,12 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from agent.app import Agent, run
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.transport import Transport
 from agent.options import parse_options
+from agent.resources import CLUSTERS, WORKS
 from tests import polling
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,10 +56,6 @@ def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
         if cond.get("type") == type_:
             return dict(cond)
     return None
-
-
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
 
 
 async def cluster_ready(client: KubeClient, cluster: str) -> bool:

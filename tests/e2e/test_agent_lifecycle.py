@@ -15,15 +15,14 @@ from typing import Any
 
 import pytest
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
+from agent.resources import WORKS
 from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 
 from .support import client_for, cluster_ready, condition, eventually, kubectl
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 JSON = dict[str, Any]

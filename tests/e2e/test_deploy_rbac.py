@@ -14,24 +14,21 @@ from pathlib import Path
 import pytest
 
 from agent.app import run
-from agent.kube.client import GVR
 from agent.kube.errors import ForbiddenError, NotFoundError
+from agent.kube.resources import CONFIGMAPS, LEASES, NAMESPACES, SECRETS
 from agent.options import parse_options
+from agent.resources import (
+    CLUSTERS,
+    RESOURCE_INTERPRETER_CUSTOMIZATIONS,
+    RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
+    WORKS,
+)
 from emulator.emulator import run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
 from emulator.works import control_plane_work
 
 from .support import DEPLOY, client_for, cluster_ready, eventually, kubectl, work_applied
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-SECRETS = GVR("", "v1", "secrets")
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-CUSTOMIZATIONS = GVR("config.karmada.io", "v1alpha1", "resourceinterpretercustomizations")
-WEBHOOK_CONFIGURATIONS = GVR(
-    "config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations"
-)
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 
@@ -142,7 +139,7 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
 
             await eventually(agent_cluster_ready, timeout=30, what="Cluster Ready")
             cluster = await admin.get(CLUSTERS, CLUSTER)
-            kube_system = await member_client.get(GVR("", "v1", "namespaces"), "kube-system")
+            kube_system = await member_client.get(NAMESPACES, "kube-system")
             assert cluster["spec"]["syncMode"] == "Pull"
             assert cluster["spec"]["id"] == kube_system["metadata"]["uid"]
             assert cluster["status"]["nodeSummary"]["totalNum"] >= 1
@@ -165,7 +162,7 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
             # The agent reads the interpreter configuration: a customization of the control
             # plane's decides the ConfigMap's health.
             await admin.create(
-                CUSTOMIZATIONS,
+                RESOURCE_INTERPRETER_CUSTOMIZATIONS,
                 {
                     "apiVersion": "config.karmada.io/v1alpha1",
                     "kind": "ResourceInterpreterCustomization",
@@ -180,7 +177,7 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
                     },
                 },
             )
-            assert (await as_agent.list(WEBHOOK_CONFIGURATIONS))["items"] == []
+            assert (await as_agent.list(RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS))["items"] == []
             await admin.create(
                 WORKS, control_plane_work(CLUSTER, "rbac-probe", [config]), namespace=ES
             )

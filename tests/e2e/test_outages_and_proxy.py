@@ -11,18 +11,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, LEASES
+from agent.resources import WORKS
 from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 
 from . import support
 from .support import client_for, cluster_ready, configmap, eventually, work_applied
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
-CONFIGMAPS = GVR("", "v1", "configmaps")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 

@@ -29,10 +29,10 @@ from agent.certificates import (
     subject_of,
 )
 from agent.context import AgentContext
-from agent.controllers.cert_rotation import SECRETS, CertRotation, client_certificate_of
-from agent.kube.client import GVR, KubeClient
+from agent.controllers.cert_rotation import CertRotation, client_certificate_of
+from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
-from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, NAMESPACES, SECRETS
 from agent.kube.transport import Transport
 from agent.metrics import AgentMetrics
 from agent.options import Options
@@ -303,7 +303,7 @@ async def _rotation_env(
         member_client = member_class(Transport(member_config))
         if secret:
             await member_client.create(
-                GVR("", "v1", "namespaces"),
+                NAMESPACES,
                 {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-system"}},
             )
             await member_client.create(

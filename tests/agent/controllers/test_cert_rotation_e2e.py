@@ -23,10 +23,12 @@ import yaml
 from agent.app import Agent
 from agent.certificates import Subject, certificate_lifetime, serial_number, subject_of
 from agent.controllers.cert_rotation import CertRotation, client_certificate_of
-from agent.kube.client import GVR, KubeClient
+from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError, UnauthorizedError
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, CONFIGMAPS, LEASES, SECRETS
 from agent.kube.transport import Transport
 from agent.options import parse_options
+from agent.resources import CLUSTERS, WORKS
 from bootstrap.register import kubeconfig_secret
 from emulator.controllers import Knobs
 from emulator.emulator import run_emulator
@@ -34,12 +36,6 @@ from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubecon
 from emulator.works import control_plane_work
 from tests.e2e.support import DEPLOY, client_for, condition, eventually, kubectl
 
-WORKS = GVR("work.karmada.io", "v1alpha1", "works")
-CLUSTERS = GVR("cluster.karmada.io", "v1alpha1", "clusters")
-SECRETS = GVR("", "v1", "secrets")
-LEASES = GVR("coordination.k8s.io", "v1", "leases")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-CSRS = GVR("certificates.k8s.io", "v1", "certificatesigningrequests")
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 AGENT_USER = f"system:karmada:agent:{CLUSTER}"
@@ -248,7 +244,11 @@ async def _exercise(
     assert csr_watches >= rotation.rotations
 
     # The rotation CSRs: named after the kubeconfig user, approved by Karmada's "self" rule.
-    csrs = [c for c in (await admin.list(CSRS))["items"] if c["spec"].get("username") == AGENT_USER]
+    csrs = [
+        c
+        for c in (await admin.list(CERTIFICATE_SIGNING_REQUESTS))["items"]
+        if c["spec"].get("username") == AGENT_USER
+    ]
     assert len(csrs) >= rotation.rotations
     for csr in csrs:
         assert csr["metadata"]["name"].startswith(f"{CLUSTER}-")

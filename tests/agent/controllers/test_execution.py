@@ -7,17 +7,14 @@ from typing import Any
 import pytest
 
 from agent.controllers.execution import FIELD_MANAGER
-from agent.controllers.work_informer import WORKS
 from agent.karmada import names
-from agent.kube.client import GVR
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SERVICES
+from agent.resources import WORKS
 
 from .test_execution_harness import (
-    CONFIGMAPS,
-    DEPLOYMENTS,
     EXEC_NS,
-    NAMESPACES,
-    SERVICES,
+    WIDGETS,
     condition,
     configmap,
     crd,
@@ -90,7 +87,7 @@ async def test_crd_then_its_object_and_namespace_then_objects() -> None:
     async with running_pair("execution") as pair:
         await pair.create_work(work)
         await pair.wait_work("widgets", APPLIED_OK, "Applied=True")
-        obj = await pair.get_member(GVR("example.io", "v1", "widgets"), "w1", "team-a")
+        obj = await pair.get_member(WIDGETS, "w1", "team-a")
         assert obj["spec"] == {"size": 3}
         assert labels(await pair.get_member(NAMESPACES, "team-a", None))[names.MANAGED_LABEL]
         assert (await pair.get_member(CONFIGMAPS, "cfg", "team-a"))["data"] == {"key": "value"}

@@ -13,10 +13,10 @@ import pytest
 from agent.karmada import names
 from agent.karmada.work import Manifest, manifests_of
 from agent.kube.errors import InvalidError
+from agent.kube.resources import CONFIGMAPS
 
 from .test_execution import APPLIED_FAILED, APPLIED_OK
 from .test_execution_harness import (
-    CONFIGMAPS,
     Pair,
     condition,
     configmap,

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.controllers.work_informer import WORKS
 from agent.karmada import names
+from agent.kube.resources import CONFIGMAPS
+from agent.resources import WORKS
 
 from .test_execution import APPLIED_FAILED, APPLIED_OK
 from .test_execution_harness import (
-    CONFIGMAPS,
     EXEC_NS,
     condition,
     configmap,

@@ -15,7 +15,6 @@ from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
 from agent.controllers.member_objects import MemberObjects
-from agent.controllers.work_informer import CLUSTERS, WORKS
 from agent.controllers.work_status import WorkStatusController
 from agent.events import EventRecorder
 from agent.karmada import names
@@ -23,8 +22,10 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import ClientConfig
 from agent.kube.discovery import RESTMapper
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.options import Options
+from agent.resources import CLUSTERS, WORKS
 from emulator.controllers import Knobs
 from emulator.emulator import Emulator, run_emulator
 from tests import polling
@@ -34,12 +35,8 @@ T = TypeVar("T")
 
 CLUSTER = "member1"
 EXEC_NS = names.execution_namespace(CLUSTER)
-NAMESPACES = GVR("", "v1", "namespaces")
-CONFIGMAPS = GVR("", "v1", "configmaps")
-SERVICES = GVR("", "v1", "services")
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
-EVENTS = GVR("", "v1", "events")
-CRDS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+# The custom resource of crd() with its defaults: a test's own kind, no fact of the product.
+WIDGETS = GVR("example.io", "v1", "widgets")
 
 
 def kube_client(emu: Emulator) -> KubeClient:

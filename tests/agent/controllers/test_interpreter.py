@@ -13,11 +13,12 @@ from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.interpreter import Interpreter, InterpretError
 from agent.karmada import names
 from agent.kube.client import GVR
+from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
 from tests.agent.interpreter.samples import customization as interpreter_customization
 
 from .test_execution_harness import (
-    CRDS,
+    WIDGETS,
     Pair,
     configmap,
     crd,
@@ -29,7 +30,6 @@ from .test_execution_harness import (
 JsonDict = dict[str, Any]
 
 ROLLOUTS = GVR("argoproj.io", "v1alpha1", "rollouts")
-WIDGETS = GVR("example.io", "v1", "widgets")
 
 
 def rollout() -> JsonDict:
@@ -55,7 +55,7 @@ def customization(name: str, **scripts: str) -> JsonDict:
 
 
 async def install(pair: Pair, definition: JsonDict, gvr: GVR) -> None:
-    await pair.member_client.create(CRDS, definition)
+    await pair.member_client.create(CUSTOM_RESOURCE_DEFINITIONS, definition)
     pair.ctx.member_mapper.invalidate()
 
     async def served() -> bool:

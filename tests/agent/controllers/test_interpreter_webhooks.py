@@ -20,8 +20,8 @@ from agent.resources import RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS
 from emulator.pki import CertificateAuthority
 
 from .interpreter_webhook_server import InterpreterWebhook, configuration
-from .test_execution_harness import crd, eventually, karmada_work, running_pair
-from .test_interpreter import WIDGETS, entry, install, set_status, widget
+from .test_execution_harness import WIDGETS, crd, eventually, karmada_work, running_pair
+from .test_interpreter import entry, install, set_status, widget
 
 JSON = dict[str, Any]
 

@@ -6,10 +6,11 @@ from typing import Any
 
 from agent.controllers.member_objects import MemberObjects
 from agent.karmada import names
+from agent.kube.resources import CONFIGMAPS
 from agent.options import Options
 from emulator.emulator import run_emulator
 
-from .test_execution_harness import CONFIGMAPS, configmap, eventually, kube_client
+from .test_execution_harness import configmap, eventually, kube_client
 
 JsonDict = dict[str, Any]
 

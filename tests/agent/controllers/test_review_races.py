@@ -9,16 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from agent.app import EXIT_OK, Agent
-from agent.controllers.work_informer import WORKS
 from agent.karmada import names
 from agent.kube.controller import Controller, Result
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from agent.kube.workqueue import WorkQueue
+from agent.resources import WORKS
 from tests.agent.test_app import controllers_stopped, lost_leadership
 
 from .clusterenv import emulator_pair, wait_for
 from .test_execution_harness import (
-    CONFIGMAPS,
-    DEPLOYMENTS,
     EXEC_NS,
     WorkIds,
     configmap,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agent.controllers.work_informer import WORKS
 from agent.karmada import collected, names
-from agent.kube.client import GVR
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import ENDPOINT_SLICES
 from agent.options import Options, resolve_feature_gates
+from agent.resources import SERVICE_EXPORTS, WORKS
 
 from .test_execution_harness import (
     EXEC_NS,
@@ -22,8 +22,6 @@ from .test_execution_harness import (
 )
 
 JsonDict = dict[str, Any]
-SLICES = GVR("discovery.k8s.io", "v1", "endpointslices")
-SERVICE_EXPORTS = GVR("multicluster.x-k8s.io", "v1alpha1", "serviceexports")
 APPLIED_OK = has_condition(names.WORK_APPLIED, "True", names.REASON_APPLIED_SUCCESSFUL)
 
 
@@ -66,7 +64,7 @@ def service_export(name: str) -> JsonDict:
 
 async def member_slices(pair: Pair, service: str) -> list[JsonDict]:
     listed = await pair.member_client.list(
-        SLICES, namespace="default", label_selector=f"kubernetes.io/service-name={service}"
+        ENDPOINT_SLICES, namespace="default", label_selector=f"kubernetes.io/service-name={service}"
     )
     return [s for s in listed["items"] if not collected.is_karmada_slice(s)]
 
@@ -190,7 +188,7 @@ async def test_slices_karmada_dispatched_here_are_never_reported_back() -> None:
             "endpoints": [{"addresses": ["10.9.9.9"]}],
             "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
         }
-        await pair.member_client.create(SLICES, imported, namespace="default")
+        await pair.member_client.create(ENDPOINT_SLICES, imported, namespace="default")
         await pair.create_work(karmada_work("web", [*app("web"), service_export("web")]))
         works = await eventually(
             ready_count(pair, "web", collected.SERVICE_EXPORT, 2), bool, what="own slice reported"
@@ -198,9 +196,11 @@ async def test_slices_karmada_dispatched_here_are_never_reported_back() -> None:
         imported_work = collected.slice_work_name("default", "imported-web-member2")
         assert imported_work not in {w["metadata"]["name"] for w in works}
         # A change to the imported slice is no reason to report it either.
-        live = await pair.member_client.get(SLICES, "imported-web-member2", namespace="default")
+        live = await pair.member_client.get(
+            ENDPOINT_SLICES, "imported-web-member2", namespace="default"
+        )
         live["endpoints"] = [{"addresses": ["10.9.9.10"]}]
-        await pair.member_client.replace(SLICES, live)
+        await pair.member_client.replace(ENDPOINT_SLICES, live)
         await pair.idle(pair.controllers["serviceExport"])
         try:
             await pair.get_work(imported_work)
@@ -290,9 +290,9 @@ async def test_multicluster_service_collects_slices_suppressed_and_shares_works(
         # The execution controller never applies a suppressed Work, nor writes its status.
         assert "status" not in (await pair.get_work(work["metadata"]["name"]))
         slice_name = manifest["metadata"]["name"]
-        assert (await pair.member_client.get(SLICES, slice_name, namespace="default"))["metadata"][
-            "labels"
-        ]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
+        assert (await pair.member_client.get(ENDPOINT_SLICES, slice_name, namespace="default"))[
+            "metadata"
+        ]["labels"]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
 
         # Exporting the same Service: one Work, both reporters named in managed-by.
         await pair.create_work(karmada_work("web-export", [service_export("web")]))

@@ -7,7 +7,6 @@ import os
 from typing import Any
 
 from agent.controllers.execution import EVENT_WORK_ORPHANED, ExecutionController
-from agent.controllers.work_informer import WORKS
 from agent.controllers.work_record import (
     COMPRESS_ABOVE,
     PART_BYTES,
@@ -17,13 +16,13 @@ from agent.controllers.work_record import (
     encode,
     record_name,
 )
-from agent.kube.resources import SECRETS
+from agent.kube.resources import CONFIGMAPS, SECRETS
+from agent.resources import WORKS
 from emulator.emulator import run_emulator
 
 from .test_execution import APPLIED_OK
 from .test_execution_harness import (
     CLUSTER,
-    CONFIGMAPS,
     EXEC_NS,
     configmap,
     eventually,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.controllers.work_informer import WORKS
 from agent.karmada import names
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from agent.resources import WORKS
 from emulator.controllers import Knobs
 
 from .test_execution_harness import (
-    CONFIGMAPS,
-    DEPLOYMENTS,
     EXEC_NS,
     WorkIds,
     configmap,

@@ -14,14 +14,13 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from agent.controllers.work_informer import WORKS
 from agent.karmada import names
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from agent.resources import WORKS
 from emulator.controllers import Knobs
 from tests import polling
 from tests.agent.controllers.test_execution_harness import (
     CLUSTER,
-    CONFIGMAPS,
-    DEPLOYMENTS,
     EXEC_NS,
     Pair,
     WorkIds,

@@ -4,10 +4,9 @@ import pytest
 
 from agent.kube import errors
 from agent.kube.client import GVR
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NODES
 from tests.agent.kube.fakeapi import FakeApi, make_client, status
 
-CM = GVR("", "v1", "configmaps")
-DEPLOY = GVR("apps", "v1", "deployments")
 CM_PATH = "/api/v1/namespaces/ns/configmaps"
 
 
@@ -17,10 +16,11 @@ def cm(name: str) -> dict[str, object]:
 
 def test_paths() -> None:
     assert (
-        DEPLOY.path("ns", "web", "status") == "/apis/apps/v1/namespaces/ns/deployments/web/status"
+        DEPLOYMENTS.path("ns", "web", "status")
+        == "/apis/apps/v1/namespaces/ns/deployments/web/status"
     )
-    assert GVR("", "v1", "nodes").path(None, "n1") == "/api/v1/nodes/n1"
-    assert GVR.of("apps/v1", "deployments") == DEPLOY
+    assert NODES.path(None, "n1") == "/api/v1/nodes/n1"
+    assert GVR.of("apps/v1", "deployments") == DEPLOYMENTS
     assert GVR.of("v1", "pods").api_version == "v1"
 
 
@@ -50,7 +50,7 @@ async def test_list_pages_and_merges() -> None:
     for i in range(5):
         api.seed(CM_PATH, cm(f"c{i}"))
     client = make_client(api)
-    result = await client.list(CM, namespace="ns", limit=2)
+    result = await client.list(CONFIGMAPS, namespace="ns", limit=2)
     assert [o["metadata"]["name"] for o in result["items"]] == ["c0", "c1", "c2", "c3", "c4"]
     assert result["metadata"] == {"resourceVersion": "105"}
     pages = [c.params for c in api.calls]
@@ -66,7 +66,7 @@ async def test_expired_continue_falls_back_to_full_list() -> None:
     for i in range(3):
         api.seed(CM_PATH, cm(f"c{i}"))
     client = make_client(api)
-    result = await client.list(CM, namespace="ns", limit=2)
+    result = await client.list(CONFIGMAPS, namespace="ns", limit=2)
     # The first page is discarded when the list starts over in full: no object twice.
     assert [o["metadata"]["name"] for o in result["items"]] == ["c0", "c1", "c2"]
     assert api.calls[-1].params == {}
@@ -75,18 +75,21 @@ async def test_expired_continue_falls_back_to_full_list() -> None:
 async def test_writes_send_the_right_requests() -> None:
     api = FakeApi()
     client = make_client(api)
-    created = await client.create(CM, cm("a"), field_manager="agent", dry_run=False)
+    created = await client.create(CONFIGMAPS, cm("a"), field_manager="agent", dry_run=False)
     assert created["metadata"]["resourceVersion"]
     with pytest.raises(errors.AlreadyExistsError) as info:
-        await client.create(CM, cm("a"))
+        await client.create(CONFIGMAPS, cm("a"))
     assert info.value.status["reason"] == "AlreadyExists"
     assert info.value.code == 409
     stale = {**created, "metadata": {**created["metadata"], "resourceVersion": "1"}}
     with pytest.raises(errors.ConflictError):
-        await client.replace(CM, stale)
+        await client.replace(CONFIGMAPS, stale)
     api.seed("/apis/apps/v1/namespaces/ns/deployments", {"metadata": {"name": "w"}})
     await client.apply(
-        DEPLOY, {"metadata": {"name": "w", "namespace": "ns"}}, field_manager="karmada", force=True
+        DEPLOYMENTS,
+        {"metadata": {"name": "w", "namespace": "ns"}},
+        field_manager="karmada",
+        force=True,
     )
     apply_call = api.calls[-1]
     assert apply_call.method == "PATCH"
@@ -94,11 +97,11 @@ async def test_writes_send_the_right_requests() -> None:
     assert apply_call.headers["content-type"] == "application/apply-patch+yaml"
     assert apply_call.params == {"fieldManager": "karmada", "force": "true"}
     await client.patch(
-        CM, "a", [{"op": "remove", "path": "/data"}], patch_type="json", namespace="ns"
+        CONFIGMAPS, "a", [{"op": "remove", "path": "/data"}], patch_type="json", namespace="ns"
     )
     assert api.calls[-1].headers["content-type"] == "application/json-patch+json"
     await client.delete(
-        CM,
+        CONFIGMAPS,
         "a",
         namespace="ns",
         propagation_policy="Foreground",
@@ -113,7 +116,7 @@ async def test_writes_send_the_right_requests() -> None:
         "dryRun": ["All"],
     }
     with pytest.raises(errors.NotFoundError) as nf:
-        await client.get(CM, "missing", namespace="ns")
+        await client.get(CONFIGMAPS, "missing", namespace="ns")
     assert nf.value.status["code"] == 404
 
 
@@ -125,7 +128,7 @@ async def test_watch_decodes_events_and_sets_params() -> None:
     q.put_nowait({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}})
     q.put_nowait(None)
     async with client.watch(
-        CM, namespace="ns", resource_version="5", timeout_seconds=60, label_selector="a=b"
+        CONFIGMAPS, namespace="ns", resource_version="5", timeout_seconds=60, label_selector="a=b"
     ) as events:
         got = [e async for e in events]
     assert [e["type"] for e in got] == ["ADDED", "BOOKMARK"]
@@ -164,11 +167,11 @@ async def test_no_request_for_a_name_or_namespace_that_is_not_a_path_segment(
     api.seed(CM_PATH, cm("ok"))
     client = make_client(api)
     requests = [
-        lambda: client.get(CM, value, namespace="ns"),
-        lambda: client.delete(CM, value, namespace="ns"),
-        lambda: client.patch(CM, value, {}, patch_type="merge", namespace="ns"),
-        lambda: client.apply(CM, cm(value), field_manager="t", namespace="ns"),
-        lambda: client.replace(CM, cm(value), namespace="ns"),
+        lambda: client.get(CONFIGMAPS, value, namespace="ns"),
+        lambda: client.delete(CONFIGMAPS, value, namespace="ns"),
+        lambda: client.patch(CONFIGMAPS, value, {}, patch_type="merge", namespace="ns"),
+        lambda: client.apply(CONFIGMAPS, cm(value), field_manager="t", namespace="ns"),
+        lambda: client.replace(CONFIGMAPS, cm(value), namespace="ns"),
     ]
     for request in requests:
         with pytest.raises(
@@ -176,10 +179,10 @@ async def test_no_request_for_a_name_or_namespace_that_is_not_a_path_segment(
         ):
             await request()
     ns_requests = [
-        lambda: client.get(CM, "ok", namespace=value),
-        lambda: client.list(CM, namespace=value),
-        lambda: client.create(CM, cm("ok"), namespace=value),
-        lambda: client.apply(CM, cm("ok"), field_manager="t", namespace=value),
+        lambda: client.get(CONFIGMAPS, "ok", namespace=value),
+        lambda: client.list(CONFIGMAPS, namespace=value),
+        lambda: client.create(CONFIGMAPS, cm("ok"), namespace=value),
+        lambda: client.apply(CONFIGMAPS, cm("ok"), field_manager="t", namespace=value),
     ]
     for request in ns_requests:
         with pytest.raises(errors.InvalidNameError, match=f"metadata.namespace.*{reason}"):

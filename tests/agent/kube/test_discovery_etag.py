@@ -4,9 +4,10 @@ and the agent's discovery reusing what it already has."""
 from __future__ import annotations
 
 from agent.kube.discovery import DiscoveryCache, api_enablements, discover
+from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from emulator.discovery import AGG_V2
 from emulator.emulator import run_emulator
-from tests.agent.controllers.test_execution_harness import CRDS, crd, eventually, kube_client
+from tests.agent.controllers.test_execution_harness import crd, eventually, kube_client
 
 ACCEPT = f"{AGG_V2},application/json"
 
@@ -26,7 +27,7 @@ async def test_emulator_answers_if_none_match_with_304_until_discovery_changes()
         assert core.status_code == 200
         assert core.headers["etag"] != etag
         # A new CRD changes the document: the old ETag no longer matches.
-        created = await http.post(f"/apis/{CRDS.group}/{CRDS.version}/{CRDS.resource}", json=crd())
+        created = await http.post(CUSTOM_RESOURCE_DEFINITIONS.path(), json=crd())
         assert created.status_code == 201, created.text
 
         async def answer() -> int:

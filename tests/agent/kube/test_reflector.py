@@ -3,12 +3,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from agent.kube.client import GVR
 from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.kube.resources import CONFIGMAPS
 from agent.kube.store import drop_managed_fields
 from tests.agent.kube.fakeapi import FakeApi, make_client, status, wait_for
 
-CM = GVR("", "v1", "configmaps")
 PATH = "/api/v1/namespaces/ns/configmaps"
 
 
@@ -52,7 +51,11 @@ async def test_list_then_watch_resume_from_bookmark() -> None:
     api.seed(PATH, {"metadata": {"name": "a", "namespace": "ns"}})
     rec = Recorder()
     reflector = Reflector(
-        make_client(api), CM, namespace="ns", transform=drop_managed_fields, backoff_initial=0.001
+        make_client(api),
+        CONFIGMAPS,
+        namespace="ns",
+        transform=drop_managed_fields,
+        backoff_initial=0.001,
     )
     reflector.add_handler(rec.handler())
     task = await start(reflector)
@@ -84,7 +87,7 @@ async def test_relist_on_watch_410_emits_synthetic_deltas() -> None:
     for name in ("keep", "change", "gone"):
         api.seed(PATH, {"metadata": {"name": name, "namespace": "ns"}})
     rec = Recorder()
-    reflector = Reflector(make_client(api), CM, namespace="ns", backoff_initial=0.001)
+    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
     reflector.add_handler(rec.handler())
     task = await start(reflector)
     rec.events.clear()
@@ -116,7 +119,7 @@ async def test_watch_request_410_relists_and_other_errors_back_off() -> None:
         return None
 
     api.interceptors.append(interceptor)
-    reflector = Reflector(make_client(api), CM, namespace="ns", backoff_initial=0.001)
+    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
     task = await start(reflector)
     await wait_for(lambda: len(api.watch_calls()) >= 3)
     assert reflector.lists == 2  # the 500 resumed the watch, the 410 relisted
@@ -126,7 +129,7 @@ async def test_watch_request_410_relists_and_other_errors_back_off() -> None:
 async def test_watch_list_mode() -> None:
     api = FakeApi()
     rec = Recorder()
-    reflector = Reflector(make_client(api), CM, namespace="ns", use_watch_list=True)
+    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", use_watch_list=True)
     reflector.add_handler(rec.handler())
     q = api.queue(PATH)
     q.put_nowait({"type": "ADDED", "object": cm("a", "5")})
@@ -192,7 +195,9 @@ async def test_cut_streams_resume_without_growing_backoff() -> None:
 
     api.interceptors.append(interceptor)
     clock = _RecordingClock()
-    reflector = Reflector(make_client(api), CM, namespace="ns", backoff_initial=0.5, clock=clock)
+    reflector = Reflector(
+        make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.5, clock=clock
+    )
     task = await start(reflector)
     await wait_for(lambda: len(api.watch_calls()) >= 5)
     await stop(task)

@@ -5,17 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.kube.client import GVR
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import DEPLOYMENTS, ENDPOINT_SLICES, SERVICES
+from agent.resources import SERVICE_EXPORTS
 from emulator.controllers import Knobs
 from emulator.emulator import run_emulator
 from tests.agent.controllers.test_execution_harness import eventually, kube_client
 
 JsonDict = dict[str, Any]
-DEPLOYMENTS = GVR("apps", "v1", "deployments")
-SERVICES = GVR("", "v1", "services")
-SLICES = GVR("discovery.k8s.io", "v1", "endpointslices")
-SERVICE_EXPORTS = GVR("multicluster.x-k8s.io", "v1alpha1", "serviceexports")
 
 
 def deployment(name: str, replicas: int) -> JsonDict:
@@ -73,7 +70,9 @@ async def test_slices_follow_the_pods_a_service_selects() -> None:
 
             async def slices_of(name: str) -> list[JsonDict]:
                 listed = await client.list(
-                    SLICES, namespace="default", label_selector=f"kubernetes.io/service-name={name}"
+                    ENDPOINT_SLICES,
+                    namespace="default",
+                    label_selector=f"kubernetes.io/service-name={name}",
                 )
                 return list(listed["items"])
 
