@@ -17,10 +17,8 @@ Pure functions on dicts; they never modify their inputs.
 
 from __future__ import annotations
 
-import calendar
 import copy
 import json
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -31,6 +29,7 @@ from emulator.errors import ApiError
 from emulator.fieldmeta import FieldMeta
 from emulator.fieldpath import Path
 from emulator.patch import json_equal
+from emulator.timefmt import parse_time
 
 LAST_APPLIED: Final = "kubectl.kubernetes.io/last-applied-configuration"
 MAX_UPDATE_MANAGERS: Final = 10
@@ -416,7 +415,7 @@ def _epoch(stamp: str | None) -> int:
     if not stamp:
         return 0
     try:
-        return calendar.timegm(time.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S"))
+        return int(parse_time(stamp).timestamp())
     except ValueError:
         return 0
 

@@ -24,6 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from . import errors
 from .pki import InvalidTokenError, ServiceAccountTokenIssuer
+from .timefmt import parse_time
 from .tokenrequest import authenticate_bound_token
 from .wire import ApiRequest, UserInfo
 
@@ -38,7 +39,6 @@ BOOTSTRAP_SECRET_TYPE = "bootstrap.kubernetes.io/token"
 BOOTSTRAP_DEFAULT_GROUP = "system:bootstrappers"
 _BOOTSTRAP_TOKEN = re.compile(r"\A([a-z0-9]{6})\.([a-z0-9]{16})\Z")
 _BOOTSTRAP_GROUP = re.compile(r"\Asystem:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]\Z")
-_RFC3339 = re.compile(r"\A(\d{4}-\d{2}-\d{2})[T](\d{2}:\d{2}:\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})\Z")
 _ANY_EKU = x509.ObjectIdentifier("2.5.29.37.0")
 LEGACY_TOKEN_INVALID_LABEL = "kubernetes.io/legacy-token-invalid-since"
 
@@ -69,27 +69,15 @@ def secret_data(secret: Mapping[str, Any], key: str) -> str:
         return ""
 
 
-def parse_rfc3339(text: str) -> datetime | None:
-    """Go's time.Parse(time.RFC3339, ...): full date-time with a zone, or None."""
-    m = _RFC3339.match(text)
-    if not m:
-        return None
-    date, clock, frac, zone = m.groups()
-    frac = (frac or "")[:7]  # Python keeps microseconds only
-    zone = "+00:00" if zone == "Z" else zone
-    try:
-        return datetime.fromisoformat(f"{date}T{clock}{frac}{zone}")
-    except ValueError:
-        return None
-
-
 def bootstrap_token_expired(secret: Mapping[str, Any], now: datetime) -> bool:
     """As cluster-bootstrap: no expiration never expires, an unparsable one has expired."""
     value = secret_data(secret, "expiration")
     if not value:
         return False
-    expires = parse_rfc3339(value)
-    return expires is None or expires <= now
+    try:
+        return parse_time(value) <= now
+    except ValueError:
+        return True
 
 
 def bootstrap_token_groups(secret: Mapping[str, Any]) -> list[str] | None:

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -33,6 +34,7 @@ from .selectors import (
     parse_label_selector,
 )
 from .storage import Event, Storage, Stored, Watcher, encode_body
+from .timefmt import rfc3339
 from .validation import validate_object_meta
 from .wire import ApiRequest, ApiResponse, UserInfo
 
@@ -100,10 +102,6 @@ class WriteCtx:
     options: JSON = field(default_factory=dict)
 
 
-def rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
-
-
 def _copy(obj: JSON) -> JSON:
     result: JSON = json.loads(_dumps(obj))
     return result
@@ -160,7 +158,7 @@ class Handlers:
     # ------------------------------------------------------------------ encoding
 
     def now(self) -> str:
-        return rfc3339(self.config.clock())
+        return rfc3339(datetime.fromtimestamp(self.config.clock(), UTC))
 
     def _header(self, kind: str, api_version: str) -> bytes:
         key = (kind, api_version)

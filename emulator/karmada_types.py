@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from emulator.errors import field_cause
+from emulator.timefmt import rfc3339
 
 JSON = dict[str, Any]
 GI = 1024**3
@@ -214,15 +215,11 @@ def standardize_resource_models(models: list[JSON]) -> None:
         rng["max"] = str(MAX_INT64)
 
 
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def canonicalize_cluster(cluster: JSON) -> None:
     spec = cluster.setdefault("spec", {})
     for taint in spec.get("taints") or []:
         if taint.get("effect") == "NoExecute" and not taint.get("timeAdded"):
-            taint["timeAdded"] = _now()
+            taint["timeAdded"] = rfc3339(datetime.now(UTC))
     if spec.get("zone") and not spec.get("zones"):
         spec["zones"] = [spec["zone"]]
         spec.pop("zone", None)

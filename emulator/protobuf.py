@@ -26,6 +26,7 @@ from typing import Any
 
 from .errors import ApiError
 from .pbschema import ANY_VERSION_KINDS, KINDS, MESSAGES, Field
+from .timefmt import micro_time, rfc3339
 
 JSON = dict[str, Any]
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -145,9 +146,8 @@ def _time(raw: bytes, micro: bool) -> str | None:
             assert isinstance(value, int)
             nanos = _signed(value, 32)
     moment = _EPOCH + datetime.timedelta(seconds=seconds, microseconds=nanos // 1000)
-    if micro:
-        return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")  # metav1.Time keeps whole seconds in JSON
+    # metav1.Time keeps whole seconds in JSON
+    return micro_time(moment) if micro else rfc3339(moment)
 
 
 def _only_field(raw: bytes, where: str) -> bytes:

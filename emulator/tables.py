@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-import time
-from calendar import timegm
 from typing import TYPE_CHECKING, Any
+
+from .timefmt import parse_time
 
 if TYPE_CHECKING:
     from .registry import ResourceType
@@ -28,11 +28,11 @@ _AGE_DESC = (
 )
 
 
-def parse_time(value: str | None) -> float | None:
+def epoch_of(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return float(timegm(time.strptime(value[:19], "%Y-%m-%dT%H:%M:%S")))
+        return parse_time(value).timestamp()
     except ValueError:
         return None
 
@@ -70,7 +70,7 @@ def human_duration(seconds: float) -> str:
 
 
 def age(obj: JSON, now: float) -> str:
-    created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
+    created = epoch_of((obj.get("metadata") or {}).get("creationTimestamp"))
     return "<unknown>" if created is None else human_duration(now - created)
 
 
@@ -168,8 +168,8 @@ def _job_cells(obj: JSON, now: float) -> list[Any]:
         else "Running"
     )  # fmt: skip
     completions = _g(obj, "spec", "completions", default=1)
-    start = parse_time(st.get("startTime"))
-    end = parse_time(st.get("completionTime")) or now
+    start = epoch_of(st.get("startTime"))
+    end = epoch_of(st.get("completionTime")) or now
     duration = human_duration(end - start) if start is not None else ""
     return [
         obj["metadata"]["name"], status, f"{st.get('succeeded', 0)}/{completions}", duration,
@@ -256,7 +256,7 @@ def _webhook_configuration_cells(obj: JSON, now: float) -> list[Any]:
 
 
 def _event_cells(obj: JSON, now: float) -> list[Any]:
-    last = parse_time(obj.get("lastTimestamp") or obj.get("eventTime"))
+    last = epoch_of(obj.get("lastTimestamp") or obj.get("eventTime"))
     inv = obj.get("involvedObject") or {}
     return [
         human_duration(now - last) if last is not None else "<unknown>", obj.get("type", ""),
@@ -404,7 +404,7 @@ def _cell_value(col: JSON, obj: JSON, now: float) -> Any:
         return None
     value = values[0]
     if col.get("type") == "date" and isinstance(value, str):
-        created = parse_time(value)
+        created = epoch_of(value)
         return human_duration(now - created) if created is not None else value
     if isinstance(value, dict | list):
         import json

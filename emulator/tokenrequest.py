@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .errors import field_cause
 from .pki import InvalidTokenError, ServiceAccountTokenIssuer
+from .timefmt import parse_time, rfc3339
 from .wire import ApiRequest, ApiResponse, UserInfo
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ def _utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
@@ -72,7 +69,7 @@ def _deleted_before(obj: Mapping[str, Any], moment: datetime) -> bool:
     if not isinstance(stamp, str):
         return False
     try:
-        deleted = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        deleted = parse_time(stamp)
     except ValueError:
         return False
     return deleted < moment
@@ -431,11 +428,11 @@ def token_subresource(
         result: JSON = {
             "kind": KIND,
             "apiVersion": f"{GROUP}/{VERSION}",
-            "metadata": {"name": name, "namespace": ns, "creationTimestamp": _rfc3339(now)},
+            "metadata": {"name": name, "namespace": ns, "creationTimestamp": rfc3339(now)},
             "spec": spec_out,
             "status": {
                 "token": issuer.sign(claims),
-                "expirationTimestamp": _rfc3339(now + timedelta(seconds=expiration)),
+                "expirationTimestamp": rfc3339(now + timedelta(seconds=expiration)),
             },
         }
         body_out = json.dumps(result, separators=(",", ":")).encode()

@@ -80,19 +80,3 @@ class ControllerContext:
 
 
 Controller = Callable[[ControllerContext], Awaitable[None]]
-
-
-def rfc3339(moment: datetime) -> str:
-    """metav1.Time: seconds precision, UTC, 'Z'."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def micro_time(moment: datetime) -> str:
-    """metav1.MicroTime, as Leases carry it."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def parse_time(value: str) -> datetime:
-    """Parse metav1.Time or MicroTime."""
-    text = value.replace("Z", "+00:00")
-    return datetime.fromisoformat(text).astimezone(UTC)

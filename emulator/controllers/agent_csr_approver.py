@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import logging
 
-from emulator.controllers import ControllerContext, rfc3339
+from emulator.controllers import ControllerContext
 from emulator.controllers.csr_rules import (
     CLIENT_SIGNER,
     ParsedRequest,
@@ -22,6 +22,7 @@ from emulator.controllers.csr_rules import (
 from emulator.controllers.csr_signer import CSR_PATH
 from emulator.controllers.informer import Informer, WorkQueue, run_all
 from emulator.loopback import JSON
+from emulator.timefmt import rfc3339
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,11 @@ import hmac
 import json
 from datetime import datetime
 
-from emulator.controllers import ControllerContext, parse_time
+from emulator.controllers import ControllerContext
 from emulator.controllers.informer import Informer, WorkQueue, run_all
 from emulator.errors import ApiError
 from emulator.loopback import JSON
+from emulator.timefmt import parse_time
 
 BOOTSTRAP_TOKEN_TYPE = "bootstrap.kubernetes.io/token"
 CLUSTER_INFO_PATH = "/api/v1/namespaces/kube-public/configmaps/cluster-info"

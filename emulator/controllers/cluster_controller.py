@@ -16,10 +16,11 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from emulator.controllers import ControllerContext, parse_time, rfc3339
+from emulator.controllers import ControllerContext
 from emulator.controllers.informer import Informer, WorkQueue, run_all
 from emulator.errors import ApiError
 from emulator.loopback import JSON
+from emulator.timefmt import parse_time, rfc3339
 
 CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
 FINALIZER = "karmada.io/cluster-controller"

@@ -6,7 +6,7 @@ import asyncio
 import base64
 from datetime import timedelta
 
-from emulator.controllers import ControllerContext, Knobs, rfc3339
+from emulator.controllers import ControllerContext, Knobs
 from emulator.controllers.csr_rules import (
     RequestRejectedError,
     check_for_signer,
@@ -17,6 +17,7 @@ from emulator.controllers.csr_rules import (
 from emulator.controllers.informer import Informer, WorkQueue, run_all
 from emulator.errors import ApiError
 from emulator.loopback import JSON
+from emulator.timefmt import rfc3339
 
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import base64
 import uuid
 
-from emulator.controllers import ControllerContext, rfc3339
+from emulator.controllers import ControllerContext
 from emulator.controllers.informer import ensure_created
 from emulator.karmada import crds
 from emulator.loopback import JSON
 from emulator.policy import default_rbac_objects
+from emulator.timefmt import rfc3339
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 KARMADA_NAMESPACES = ("karmada-system", "karmada-cluster")

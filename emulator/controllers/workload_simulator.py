@@ -15,10 +15,11 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 
-from emulator.controllers import ControllerContext, rfc3339
+from emulator.controllers import ControllerContext
 from emulator.controllers.informer import Informer, WorkQueue, run_all, split_key
 from emulator.errors import ApiError
 from emulator.loopback import JSON
+from emulator.timefmt import rfc3339
 
 Status = Callable[[ControllerContext, JSON, "Nodes"], JSON | None]
 

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from emulator import karmada_types
-from emulator.controllers import cluster_controller, micro_time
+from emulator.controllers import cluster_controller
 from emulator.karmada import crds
+from emulator.timefmt import micro_time
 
 from .fake_api import FakeApi, Running, eventually, make_ctx
 
