@@ -29,6 +29,7 @@ from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
+from agent.timefmt import rfc3339
 
 log = structlog.get_logger(__name__)
 
@@ -43,10 +44,6 @@ DEFAULT_AGGREGATE_MAX = 10
 # Longer messages are cut: the API server refuses very long Event messages, and an Event that
 # is refused tells nobody anything.
 MAX_MESSAGE_LENGTH = 1024
-
-
-def _timestamp(now: float) -> str:
-    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _truncate(message: str) -> str:
@@ -178,7 +175,7 @@ class EventRecorder:
         if self._combine(involved_key, type_, reason, message, now_mono):
             message = _truncate(COMBINED_PREFIX + message)
             key = _Key(involved_key, type_, reason, COMBINED_PREFIX)
-        stamp = _timestamp(now_wall)
+        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
         series = self._series.get(key)
         if series is None or now_mono - series.last_seen > self.aggregate_window:
             series = self._new_series(reference, type_, reason, message, now_wall)
@@ -227,7 +224,7 @@ class EventRecorder:
     ) -> _Series:
         namespace = reference["namespace"] or CLUSTER_SCOPED_EVENT_NAMESPACE
         name = f"{reference['name']}.{int(now_wall * 1e9):x}"
-        stamp = _timestamp(now_wall)
+        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
         ref = {k: v for k, v in reference.items() if v}
         body: JsonDict = {
             "apiVersion": "v1",

@@ -19,6 +19,7 @@ from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.errors import AlreadyExistsError, ApiError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, SECRETS
+from agent.timefmt import parse_time
 
 from . import discovery, objects, rbac, render, tokens
 from .kubeconfig import anonymous_client_config, load_user_config, open_client
@@ -217,9 +218,8 @@ def _data(secret: Obj, key: str) -> str:
 def _ttl(expiration: str, now: datetime) -> str:
     if not expiration:
         return "<forever>"
-    try:
-        when = datetime.strptime(expiration, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
+    when = parse_time(expiration)
+    if when is None:
         return "<invalid>"
     left = when - now
     if left.total_seconds() <= 0:

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from agent.timefmt import rfc3339
+
 TOKEN_PATTERN = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
 GROUP_PATTERN = re.compile(r"^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$")
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -87,7 +89,7 @@ def secret_manifest(
     if description:
         data["description"] = description
     if ttl is not None and ttl.total_seconds() > 0:
-        data["expiration"] = (now + ttl).strftime("%Y-%m-%dT%H:%M:%SZ")
+        data["expiration"] = rfc3339(now + ttl)
     for usage in usages:
         data[f"usage-bootstrap-{usage}"] = "true"
     if groups:

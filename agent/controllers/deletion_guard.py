@@ -32,6 +32,7 @@ from agent.kube.controller import RetryableError
 from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
 from agent.resources import CLUSTERS
+from agent.timefmt import rfc3339
 
 from .link import Outage
 from .work_informer import ClusterWatch, WorkInformer
@@ -51,10 +52,6 @@ PUBLISH_RETRY_MAX = 30.0
 # How long after the link returns a deletion below the threshold waits for the rest of a wave.
 SETTLE_SECONDS = 5.0
 SETTLE_RECHECK_SECONDS = 0.5
-
-
-def _rfc3339(moment: datetime.datetime) -> str:
-    return moment.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class DeletionGuard:
@@ -108,7 +105,7 @@ class DeletionGuard:
         if name not in self._held:
             self._held[name] = until
             self._count(held=True)
-            moment = _rfc3339(self._wall() + datetime.timedelta(seconds=until - now))
+            moment = rfc3339(self._wall() + datetime.timedelta(seconds=until - now))
             message = (
                 f"Deletion of this Work's member objects is held until {moment}: "
                 f"{deleting} of {total} Works of cluster {self.ctx.cluster_name} are being "
@@ -202,7 +199,7 @@ class DeletionGuard:
                 CONDITION_DELETION_HELD, "False", REASON_NONE_HELD, MESSAGE_NONE_HELD
             )
         now = self._clock.now()
-        until = _rfc3339(self._wall() + datetime.timedelta(seconds=max(self._held.values()) - now))
+        until = rfc3339(self._wall() + datetime.timedelta(seconds=max(self._held.values()) - now))
         shown = self.held[:NAMES_IN_MESSAGE]
         more = len(self._held) - len(shown)
         listed = ", ".join(shown) + (f" and {more} more" if more else "")

@@ -25,11 +25,11 @@ from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
 from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
-from agent.kube.leaderelection import micro_time
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import LEASES
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
+from agent.timefmt import micro_time
 
 log = logging.getLogger(__name__)
 

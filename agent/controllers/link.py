@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.kube.clock import REAL_CLOCK, Clock
+from agent.timefmt import parse_time
 
 log = logging.getLogger(__name__)
 
@@ -32,16 +33,6 @@ class Outage:
     seconds: float
     back_at: float
     ongoing: bool = False
-
-
-def parse_time(text: object) -> datetime.datetime | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
 
 
 class ControlPlaneLink:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
+from agent.timefmt import rfc3339
+
 Condition = dict[str, Any]
-
-
-def now_rfc3339() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def new_condition(type_: str, status: str, reason: str, message: str) -> Condition:
@@ -31,13 +28,13 @@ def set_condition(conditions: list[Condition], new: Condition, *, now: str | Non
     existing = find(conditions, new["type"])
     if existing is None:
         added = dict(new)
-        added.setdefault("lastTransitionTime", now or now_rfc3339())
+        added.setdefault("lastTransitionTime", now or rfc3339())
         conditions.append(added)
         return True
     changed = False
     if existing.get("status") != new["status"]:
         existing["status"] = new["status"]
-        existing["lastTransitionTime"] = new.get("lastTransitionTime") or now or now_rfc3339()
+        existing["lastTransitionTime"] = new.get("lastTransitionTime") or now or rfc3339()
         changed = True
     for key in ("reason", "message", "observedGeneration"):
         if key in new and existing.get(key) != new[key]:

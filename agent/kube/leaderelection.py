@@ -23,6 +23,7 @@ from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
+from agent.timefmt import micro_time
 
 log = logging.getLogger(__name__)
 
@@ -30,12 +31,6 @@ log = logging.getLogger(__name__)
 # deadline must exceed retryPeriod * JITTER_FACTOR (checked here and by the flag validation).
 JITTER_FACTOR = 1.2
 JsonDict = dict[str, Any]
-
-
-def micro_time(now: datetime.datetime | None = None) -> str:
-    """metav1.MicroTime: RFC 3339 in UTC with exactly six fractional digits."""
-    now = now or datetime.datetime.now(datetime.UTC)
-    return now.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True)

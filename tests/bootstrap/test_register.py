@@ -596,6 +596,8 @@ async def test_token_list_hides_secrets_and_delete_removes(
     assert token.secret not in out
     assert "edge" in out
     assert "authentication,signing" in out
+    row = next(line.split() for line in out.splitlines() if line.startswith(token.id))
+    assert row[1] == "23h"  # the default TTL of 24 hours, read back from the expiration
     code, out, _ = await bed.cli(
         capsys, "token", "delete", str(token), f"--kubeconfig={bed.cp_kubeconfig}"
     )

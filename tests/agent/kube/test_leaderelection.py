@@ -8,7 +8,8 @@ import httpx
 import pytest
 
 from agent.kube.clock import FakeClock
-from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector, micro_time
+from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
+from agent.timefmt import micro_time
 from tests.agent.kube.fakeapi import FakeApi, make_client, status, wait_for
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases"
