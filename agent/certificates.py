@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import logging
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,9 @@ from cryptography.x509.oid import NameOID
 from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError, GoneError, TransportError, from_status
 from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 KeyKind = Literal["ecdsa", "rsa"]

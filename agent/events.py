@@ -23,15 +23,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import structlog
-
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
+from agent.logs import get_logger
 from agent.timefmt import rfc3339
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 EventType = Literal["Normal", "Warning"]

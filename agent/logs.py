@@ -1,5 +1,10 @@
 """Logging: structlog for our code, the stdlib loggers of libraries routed through the same output.
 
+Every module of the agent and of karmada-bootstrap logs through `log = get_logger(__name__)`. Its
+events become stdlib LogRecords (the message with its %-style arguments as the stdlib keeps them,
+the bound and keyword fields riding along whole), so there is one path to the output and pytest's
+`caplog` sees our events as it sees a library's.
+
 One event per line on stdout: JSON when stdout is not a terminal (or --log-format=json), readable
 console output on a terminal (or --log-format=console). Timestamps are ISO 8601 in UTC. Every event,
 ours or a library's, passes `redact_secrets` before it is rendered, so bearer tokens, private keys,
@@ -182,6 +187,33 @@ def redact_secrets(_logger: WrappedLogger, _method: str, event_dict: EventDict) 
 # Configuration.
 
 
+# The LogRecord attribute that carries an event's fields from get_logger's loggers to the formatter:
+# one attribute, so that no field name can clash with a LogRecord attribute ("name", "message").
+_FIELDS = "agent_log_fields"
+
+
+def _to_stdlib_call(
+    _logger: WrappedLogger, _method: str, event_dict: EventDict
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """Last processor of our loggers: the arguments of the stdlib call that logs the event."""
+    message = event_dict.pop("event", "")
+    args = event_dict.pop("positional_args", ())
+    kwargs = {key: event_dict.pop(key) for key in _STDLIB_KEYWORDS if key in event_dict}
+    return (message, *args), {**kwargs, "extra": {_FIELDS: event_dict}}
+
+
+_STDLIB_KEYWORDS = ("exc_info", "stack_info", "stacklevel")
+_TO_STDLIB: list[Processor] = [structlog.stdlib.filter_by_level, _to_stdlib_call]
+
+
+def _unpack_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
+    """Formatter processor: the fields of an event from get_logger's loggers, back as keys."""
+    fields = event_dict.pop(_FIELDS, None)
+    if isinstance(fields, dict):
+        event_dict.update(fields)
+    return event_dict
+
+
 def _drop_color_message(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
     event_dict.pop("color_message", None)  # uvicorn/aiohttp-style duplicate message
     return event_dict
@@ -228,15 +260,9 @@ def configure_logging(
         else structlog.dev.ConsoleRenderer(colors=_is_tty(out))
     )
 
+    # structlog.get_logger() (a library's, a test's) takes the same path as get_logger().
     structlog.configure(
-        processors=[
-            structlog.stdlib.filter_by_level,
-            *shared,
-            structlog.stdlib.PositionalArgumentsFormatter(),
-            exceptions,
-            redact_secrets,
-            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-        ],
+        processors=_TO_STDLIB,
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,
@@ -246,6 +272,7 @@ def configure_logging(
         foreign_pre_chain=[
             *shared,
             structlog.stdlib.ExtraAdder(),
+            _unpack_fields,
             _drop_color_message,
             exceptions,
             redact_secrets,
@@ -273,8 +300,9 @@ def _is_tty(stream: TextIO) -> bool:
 
 
 def get_logger(name: str = "karmada-agent", **context: Any) -> structlog.stdlib.BoundLogger:
-    logger: structlog.stdlib.BoundLogger = structlog.stdlib.get_logger(name)
-    return logger.bind(**context) if context else logger
+    """The logger of a module (`get_logger(__name__)`): structlog's stdlib BoundLogger on the stdlib
+    logger `name`, whatever structlog's global configuration is (tests reset it)."""
+    return structlog.stdlib.BoundLogger(logging.getLogger(name), _TO_STDLIB, context)
 
 
 # Re-exported for callers binding per-reconcile context (cluster, work, reconcile id).

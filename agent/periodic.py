@@ -33,8 +33,9 @@ from apscheduler.triggers.interval import IntervalTrigger
 from agent.kube.clock import REAL_CLOCK, Clock, TimerHandle
 from agent.kube.errors import KubeError
 from agent.kube.reachability import is_unreachable
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JobFunction = Callable[[], Awaitable[None]]
 

@@ -15,7 +15,6 @@ API returns; they are never decoded and never logged.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,10 +41,11 @@ from agent.kube.resources import (
     SECRETS,
     SERVICE_ACCOUNTS,
 )
+from agent.logs import get_logger
 from agent.options import Options
 from agent.resources import CLUSTERS
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Callable
 from http import HTTPStatus
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 
+from agent.logs import get_logger
 from agent.options import BindAddress
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # (ok, reason when not ok)
 ReadyCheck = Callable[[], tuple[bool, str]]

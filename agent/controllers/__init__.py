@@ -7,13 +7,13 @@ build never stops the others from starting.
 from __future__ import annotations
 
 import importlib
-import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from agent.context import AgentContext, Runnable
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 Builder = Callable[[AgentContext], Runnable]
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import copy
-import logging
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -57,9 +56,10 @@ from agent.karmada.names import AGENT_KUBECONFIG_KEY, AGENT_KUBECONFIG_SECRET
 from agent.kube.config import ClientConfig
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import SECRETS
+from agent.logs import get_logger
 from agent.periodic import Periodic
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 CONTROLLER_NAME = "certRotation"

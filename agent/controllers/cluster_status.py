@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,12 +46,13 @@ from agent.kube.errors import ConflictError, KubeError, NotFoundError, Transport
 from agent.kube.reflector import Reflector
 from agent.kube.resources import NODES, PODS
 from agent.kube.store import Store
+from agent.logs import get_logger
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 STATUS_WRITE_ATTEMPTS = 5

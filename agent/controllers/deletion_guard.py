@@ -22,8 +22,6 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from agent.context import AgentContext
 from agent.karmada import collected, names
 from agent.karmada.conditions import find, new_condition, set_condition
@@ -31,13 +29,14 @@ from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.controller import RetryableError
 from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
+from agent.logs import get_logger
 from agent.resources import CLUSTERS
 from agent.timefmt import rfc3339
 
 from .link import Outage
 from .work_informer import ClusterWatch, WorkInformer
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

@@ -43,8 +43,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from agent.context import AgentContext, Runnable
 from agent.interpreter import InterpretError
 from agent.karmada import conditions, names
@@ -78,6 +76,7 @@ from agent.kube.errors import (
     NotFoundError,
 )
 from agent.kube.reflector import HandlerFuncs
+from agent.logs import get_logger
 from agent.resources import WORKS
 
 from .deletion_guard import DeletionGuard
@@ -91,7 +90,7 @@ from .work_informer import (
 from .work_record import save_quietly
 from .work_status import by_ordinal, is_first_report, manifest_status, record_status_events
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 # (resource, namespace or "", name) of a member object.

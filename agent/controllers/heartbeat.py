@@ -27,11 +27,12 @@ from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import LEASES
+from agent.logs import get_logger
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
 from agent.timefmt import micro_time
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 MAX_UPDATE_RETRIES = 5

@@ -14,19 +14,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from agent.interpreter import Interpreter
 from agent.interpreter.customizations import API_VERSION
 from agent.kube.client import GVR, KubeClient
 from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.logs import get_logger
 from agent.resources import (
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
 )
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

@@ -20,8 +20,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import structlog
-
 from agent.interpreter import Interpreter, InterpretError
 from agent.interpreter import webhooks as hooks
 from agent.interpreter.chain import InterpretReflectError, without_server_fields
@@ -30,8 +28,9 @@ from agent.karmada.names import HEALTHY, UNHEALTHY
 from agent.kube.config import ClientConfig
 from agent.kube.errors import KubeError
 from agent.kube.transport import RetryPolicy, Transport
+from agent.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 T = TypeVar("T")

@@ -12,15 +12,15 @@ yet it reads the Lease once itself (`observe_lease`).
 from __future__ import annotations
 
 import datetime
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from agent.kube.clock import REAL_CLOCK, Clock
+from agent.logs import get_logger
 from agent.timefmt import parse_time
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

@@ -8,13 +8,13 @@ logged and left out; the others run.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterable
 
 from agent.context import AgentContext, Runnable
 from agent.controllers import Builder, load_builders
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 DEFAULT_STOP_TIMEOUT = 30.0
 

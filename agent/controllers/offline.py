@@ -14,17 +14,16 @@ import asyncio
 import copy
 from typing import Any
 
-import structlog
-
 from agent.context import AgentContext, Runnable
 from agent.kube.client import KubeClient
 from agent.kube.errors import KubeError, NotFoundError
+from agent.logs import get_logger
 from agent.resources import WORKS
 
 from .work_informer import ClusterWatch, WorkInformer, status_of
 from .work_record import WorkRecords
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 REPORT_CONCURRENCY = 8

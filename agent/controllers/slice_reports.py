@@ -18,8 +18,6 @@ import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from agent.karmada import collected
 from agent.karmada.collected import Reporter
 from agent.kube.client import KubeClient
@@ -29,6 +27,7 @@ from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.workqueue import WorkQueue
+from agent.logs import get_logger
 from agent.resources import WORKS
 
 from .work_informer import WorkInformer, controller_rate_limiter
@@ -36,7 +35,7 @@ from .work_informer import WorkInformer, controller_rate_limiter
 if TYPE_CHECKING:
     from agent.context import AgentContext
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 # handler(event_type, slice) with event_type "ADDED", "MODIFIED" or "DELETED".
@@ -239,9 +238,7 @@ class SliceReportingController:
 
     def __init__(self, ctx: AgentContext, reporter: Reporter) -> None:
         self.ctx = ctx
-        self.log = structlog.get_logger(__name__).bind(
-            controller=self.name, cluster=ctx.cluster_name
-        )
+        self.log = get_logger(__name__).bind(controller=self.name, cluster=ctx.cluster_name)
         self.works = ctx.work_informer()
         self.slices = ctx.member_slices()
         self.reports = SliceReports(ctx.karmada, self.works, reporter)

@@ -15,8 +15,6 @@ import copy
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
-import structlog
-
 from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
 from agent.kube.client import GVR, KubeClient
@@ -25,10 +23,11 @@ from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.ratelimit import MaxOfRateLimiter, default_controller_rate_limiter
 from agent.kube.reflector import EventHandler, HandlerFuncs, Reflector
 from agent.kube.workqueue import WorkQueue
+from agent.logs import get_logger
 from agent.options import Options
 from agent.resources import CLUSTERS, WORKS
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 K = TypeVar("K", bound=Hashable)
@@ -178,7 +177,7 @@ class WorkController:
         self.name = name
         self.namespace = ctx.execution_namespace
         self.stop_timeout = stop_timeout
-        self.log = structlog.get_logger(__name__).bind(controller=name, cluster=ctx.cluster_name)
+        self.log = get_logger(__name__).bind(controller=name, cluster=ctx.cluster_name)
         # One list+watch of the Works for every controller that reads them.
         self.works: WorkInformer = ctx.work_informer()
         self._remove_work_handler: Callable[[], None] | None = None

@@ -23,13 +23,12 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
-import structlog
-
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
+from agent.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

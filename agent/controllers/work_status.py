@@ -13,8 +13,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import structlog
-
 from agent.context import AgentContext, Runnable
 from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.events import EventRecorder
@@ -26,10 +24,11 @@ from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, 
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
+from agent.logs import get_logger
 
 from .work_informer import WorkController, status_of
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -13,8 +12,9 @@ from urllib.parse import quote
 
 from agent.kube.errors import ExpiredError, KubeError, check_path_segment
 from agent.kube.transport import Response, Transport
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 PatchType = Literal["json", "merge", "strategic", "apply"]

@@ -9,7 +9,6 @@ for the reconciles in flight.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
@@ -17,8 +16,9 @@ from typing import Generic, Protocol, TypeVar
 
 from agent.kube.errors import KubeError
 from agent.kube.workqueue import QueueShutDownError, WorkQueue
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 T = TypeVar("T", bound=Hashable)
 

@@ -10,14 +10,14 @@ periodic discovery of an unchanged server costs two empty answers.
 from __future__ import annotations
 
 import asyncio
-import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import KubeError, from_response
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 

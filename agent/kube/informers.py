@@ -18,13 +18,12 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-import structlog
-
 from agent.kube.client import GVR, KubeClient
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.store import drop_managed_fields
+from agent.logs import get_logger
 
-log = structlog.get_logger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 # handler(event_type, gvr, obj) with event_type "ADDED", "MODIFIED" or "DELETED".

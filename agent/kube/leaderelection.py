@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import datetime
 import inspect
-import logging
 import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -23,9 +22,10 @@ from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
+from agent.logs import get_logger
 from agent.timefmt import micro_time
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 # client-go's leader election: retries wait retryPeriod times up to this factor, so the renew
 # deadline must exceed retryPeriod * JITTER_FACTOR (checked here and by the flag validation).

@@ -16,14 +16,14 @@ per slot, and the first answer opens the way for all again.
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 
 from agent.kube.backoff import Backoff
 from agent.kube.errors import TransportError
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 
 def is_unreachable(exc: BaseException) -> bool:

@@ -11,7 +11,6 @@ from a watch with sendInitialEvents (watch-list), falling back to list if the se
 from __future__ import annotations
 
 import asyncio
-import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,8 +29,9 @@ from agent.kube.errors import (
 )
 from agent.kube.reachability import is_unreachable, sleep_unless_answered
 from agent.kube.store import Store, Transform, object_key
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
-import logging
 import os
 import ssl
 import tempfile
@@ -38,8 +37,9 @@ from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_sock
 from agent.kube.errors import ApiError, TransportError, WatchTimeoutError, from_response
 from agent.kube.ratelimit import TokenBucket
 from agent.kube.reachability import Reachability
+from agent.logs import get_logger
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 IDEMPOTENT_READS = frozenset({"GET", "HEAD"})
 CONNECT_TIMEOUT = 10.0

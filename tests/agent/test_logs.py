@@ -191,3 +191,33 @@ def test_stdlib_extra_fields_are_kept_and_redacted() -> None:
     assert event["job"] == "heartbeat"
     assert event["token"] == REDACTED
     assert event["logger"] == "apscheduler"
+
+
+def test_our_events_are_stdlib_records_with_their_message_formatted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Without configure_logging (as in tests), events still reach the stdlib loggers whole."""
+    caplog.set_level(logging.INFO, logger="agent.test")
+    get_logger("agent.test").bind(work="ns/w").warning("Lease %s/%s not renewed", "ns", "n")
+    [record] = caplog.records
+    assert record.name == "agent.test"
+    assert record.levelno == logging.WARNING
+    assert record.getMessage() == "Lease ns/n not renewed"
+
+
+def test_percent_arguments_and_fields_in_the_output() -> None:
+    stream = io.StringIO()
+    configure_logging(log_format="json", stream=stream)
+    log = get_logger("agent.test")
+    log.info("created Cluster %s", "member1", name="member1", message="kept")
+    log.bind(cluster="member1").warning("dict %(a)s", {"a": 1}, token=OPAQUE)
+    first, second = lines(stream)
+    assert first["event"] == "created Cluster member1"
+    # Field names that are LogRecord attributes are fields like any other.
+    assert first["name"] == "member1"
+    assert first["message"] == "kept"
+    assert first["logger"] == "agent.test"
+    assert second["event"] == "dict 1"
+    assert second["cluster"] == "member1"
+    assert second["token"] == REDACTED
+    assert "agent_log_fields" not in first

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import base64
+import logging
 from pathlib import Path
 
 import pytest
-from structlog.testing import capture_logs
 
 from agent.options import Options
 from agent.registration import (
@@ -75,15 +75,20 @@ def test_credentials_repr_hides_tokens() -> None:
     assert "aW1w" not in repr(creds)
 
 
-async def test_register_creates_cluster_secrets_and_member_credentials(tmp_path: Path) -> None:
+async def test_register_creates_cluster_secrets_and_member_credentials(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with (
         emulator_pair(tmp_path) as pair,
         kube_client(pair.karmada_kubeconfig) as karmada,
         kube_client(pair.member_kubeconfig) as member,
     ):
         options = pair.options(cluster_provider="kind", cluster_zones=("z1",))
-        with capture_logs() as logs:
-            result = await register(karmada, member, options, token_poll_interval=0.05)
+        caplog.set_level(logging.DEBUG)
+        result = await register(karmada, member, options, token_poll_interval=0.05)
+        # Everything registration logged, messages and fields, as it was logged (not redacted).
+        logs = [record.__dict__ for record in caplog.records]
+        assert any("registered cluster member1" in record.getMessage() for record in caplog.records)
 
         kube_system = await pair.member_get("/api/v1/namespaces/kube-system")
         assert kube_system is not None
