@@ -26,6 +26,7 @@ from datetime import timedelta
 from typing import Any, Literal, NoReturn
 from urllib.parse import urlsplit
 
+from agent.karmada.names import DEFAULT_AGENT_NAMESPACE, DEFAULT_CLUSTER_NAMESPACE
 from agent.kube.leaderelection import JITTER_FACTOR
 
 PROGRAM = "karmada-agent"
@@ -235,7 +236,7 @@ def parse_bind_address(value: str) -> BindAddress | None:
 class Options:
     # Registration: what the Cluster object on the control plane says about this member.
     cluster_name: str = ""
-    cluster_namespace: str = "karmada-cluster"
+    cluster_namespace: str = DEFAULT_CLUSTER_NAMESPACE
     cluster_api_endpoint: str = ""
     proxy_server_address: str = ""
     cluster_provider: str = ""
@@ -274,14 +275,14 @@ class Options:
     # Leader election (a Lease on the member by default; on the control plane as upstream).
     leader_elect: bool = True
     leader_elect_lease_cluster: str = "member"
-    leader_elect_resource_namespace: str = "karmada-system"
+    leader_elect_resource_namespace: str = DEFAULT_AGENT_NAMESPACE
     leader_elect_lease_duration: timedelta = timedelta(seconds=15)
     leader_elect_renew_deadline: timedelta = timedelta(seconds=10)
     leader_elect_retry_period: timedelta = timedelta(seconds=2)
     # Certificate rotation.
     cert_rotation_checking_interval: timedelta = timedelta(seconds=300)
     cert_rotation_remaining_time_threshold: float = 0.2
-    karmada_kubeconfig_namespace: str = "karmada-system"
+    karmada_kubeconfig_namespace: str = DEFAULT_AGENT_NAMESPACE
     # Serving.
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":10357"

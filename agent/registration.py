@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.karmada.cluster import cluster_owner_reference
-from agent.karmada.names import CLUSTER_API_VERSION, SYSTEM_LABEL
+from agent.karmada.names import (
+    CLUSTER_API_VERSION,
+    IMPERSONATOR_SERVICE_ACCOUNT,
+    SYSTEM_LABEL,
+    controller_manager_role,
+    credentials_service_account,
+)
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.config import ClientConfig
@@ -50,7 +56,6 @@ log = get_logger(__name__)
 JsonDict = dict[str, Any]
 
 
-IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"
 SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
 SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
@@ -66,14 +71,6 @@ class RegistrationError(Exception):
     def __init__(self, message: str, *, retriable: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
-
-
-def credentials_service_account(cluster: str) -> str:
-    return f"karmada-{cluster}"
-
-
-def controller_manager_role(cluster: str) -> str:
-    return f"karmada-controller-manager:{credentials_service_account(cluster)}"
 
 
 def impersonator_secret_name(cluster: str) -> str:

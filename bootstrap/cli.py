@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 from datetime import timedelta
 
+from agent.karmada import names
 from agent.kube.errors import KubeError
 from agent.options import parse_duration
 
@@ -115,12 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     create.add_argument(
         "--cluster-namespace",
-        default="karmada-cluster",
+        default=names.DEFAULT_CLUSTER_NAMESPACE,
         help="with --for-cluster: where the agent reports member Secrets",
     )
     create.add_argument(
         "--agent-namespace",
-        default="karmada-system",
+        default=names.DEFAULT_AGENT_NAMESPACE,
         help="with --for-cluster: the agent's -n/--namespace (leader election)",
     )
     delete.add_argument("tokens", nargs="*", metavar="TOKEN_ID_OR_TOKEN")
@@ -148,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     reg.add_argument(
         "--cluster-namespace",
-        default="karmada-cluster",
+        default=names.DEFAULT_CLUSTER_NAMESPACE,
         help="control-plane namespace of the member's reported secrets",
     )
     reg.add_argument("--cluster-provider", default="")
@@ -157,7 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     reg.add_argument("--kubeconfig", default="", help="kubeconfig of this member cluster")
     reg.add_argument("--context", default="", help="context in that kubeconfig")
     reg.add_argument(
-        "-n", "--namespace", default="karmada-system", help="member namespace of the agent"
+        "-n",
+        "--namespace",
+        default=names.DEFAULT_AGENT_NAMESPACE,
+        help="member namespace of the agent",
     )
     reg.add_argument(
         "--karmada-agent-image", default="", help="agent image (default: the image in deploy/)"
@@ -196,9 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="admin kubeconfig of the control plane (else: the agent's own)",
     )
     unreg.add_argument("--karmada-context", default="")
-    unreg.add_argument("-n", "--namespace", default="karmada-system")
-    unreg.add_argument("--agent-name", default="karmada-agent")
-    unreg.add_argument("--cluster-namespace", default="karmada-cluster")
+    unreg.add_argument("-n", "--namespace", default=names.DEFAULT_AGENT_NAMESPACE)
+    unreg.add_argument("--agent-name", default=render.AGENT_NAME)
+    unreg.add_argument("--cluster-namespace", default=names.DEFAULT_CLUSTER_NAMESPACE)
     unreg.add_argument("--wait", type=_duration, default=timedelta(seconds=60))
     _bool(unreg, "--dry-run", False, "print what would be deleted")
     return parser

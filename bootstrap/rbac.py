@@ -21,7 +21,12 @@ from typing import Any
 
 import yaml
 
-from agent.karmada.names import AGENT_GROUP, agent_user, execution_namespace
+from agent.karmada.names import (
+    AGENT_GROUP,
+    CLUSTER_LEASE_NAMESPACE,
+    agent_user,
+    execution_namespace,
+)
 from agent.kube.client import KubeClient
 from agent.kube.resources import SELF_SUBJECT_ACCESS_REVIEWS, SUBJECT_ACCESS_REVIEWS
 
@@ -91,7 +96,11 @@ def agent_access(cluster: str, cluster_namespace: str) -> list[Access]:
         Access("update", "clusters", "cluster.karmada.io", "status", name=cluster),
         Access("list", "works", "work.karmada.io", namespace=execution_namespace(cluster)),
         Access(
-            "update", "leases", "coordination.k8s.io", namespace="karmada-cluster", name=cluster
+            "update",
+            "leases",
+            "coordination.k8s.io",
+            namespace=CLUSTER_LEASE_NAMESPACE,
+            name=cluster,
         ),
         Access("get", "secrets", namespace=cluster_namespace, name=cluster),
         Access("watch", "resourceinterpretercustomizations", "config.karmada.io"),

@@ -29,6 +29,8 @@ from agent.karmada.names import (
     AGENT_KUBECONFIG_KEY,
     AGENT_KUBECONFIG_SECRET,
     CONDITION_READY,
+    DEFAULT_AGENT_NAMESPACE,
+    DEFAULT_CLUSTER_NAMESPACE,
     agent_user,
 )
 from agent.kube.client import KubeClient
@@ -63,8 +65,6 @@ from .kubeconfig import (
 )
 from .waiting import reporting
 
-AGENT_SA = "karmada-agent-sa"
-AGENT_DEPLOYMENT = "karmada-agent"
 DEFAULT_CERT_EXPIRATION_SECONDS = 31_536_000
 CLUSTER_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 RBAC_MODES = ("auto", "pre-created", "rbac-generator")
@@ -83,13 +83,13 @@ class RegisterOptions:
     ca_cert_hashes: list[str] = field(default_factory=list)
     unsafe_skip_ca_verification: bool = False
     cluster_name: str = ""
-    cluster_namespace: str = "karmada-cluster"
+    cluster_namespace: str = DEFAULT_CLUSTER_NAMESPACE
     cluster_provider: str = ""
     cluster_region: str = ""
     cluster_zones: list[str] = field(default_factory=list)
     kubeconfig: str = ""
     context: str = ""
-    namespace: str = "karmada-system"
+    namespace: str = DEFAULT_AGENT_NAMESPACE
     agent_image: str = ""
     agent_replicas: int = 1
     cert_expiration_seconds: int = DEFAULT_CERT_EXPIRATION_SECONDS
@@ -189,8 +189,8 @@ async def preflight(member: KubeClient, namespace: str) -> None:
     found = []
     for gvr, name, what in (
         (SECRETS, AGENT_KUBECONFIG_SECRET, "Secret"),
-        (SERVICE_ACCOUNTS, AGENT_SA, "ServiceAccount"),
-        (DEPLOYMENTS, AGENT_DEPLOYMENT, "Deployment"),
+        (SERVICE_ACCOUNTS, render.AGENT_SERVICE_ACCOUNT, "ServiceAccount"),
+        (DEPLOYMENTS, render.AGENT_NAME, "Deployment"),
     ):
         try:
             await member.get(gvr, name, namespace=namespace)
@@ -281,8 +281,8 @@ async def _wait_ready(
             if loop.time() - start > o.discovery_timeout:
                 raise RegisterError(
                     f"Cluster {o.cluster_name} is {state} after {o.discovery_timeout:g}s; check "
-                    f"the agent: kubectl -n {o.namespace} get deploy/{AGENT_DEPLOYMENT} and "
-                    f"kubectl -n {o.namespace} logs deploy/{AGENT_DEPLOYMENT}"
+                    f"the agent: kubectl -n {o.namespace} get deploy/{render.AGENT_NAME} and "
+                    f"kubectl -n {o.namespace} logs deploy/{render.AGENT_NAME}"
                 )
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)

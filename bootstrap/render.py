@@ -18,9 +18,14 @@ from typing import Any
 
 import yaml
 
+from agent.karmada import names
+
 DEPLOY_ENV = "KARMADA_BOOTSTRAP_DEPLOY_DIR"
 KUBECTL_ENV = "KARMADA_BOOTSTRAP_KUBECTL"
-DEFAULT_AGENT_NAMESPACE = "karmada-system"
+# deploy/'s agent on the member: the Deployment, its ClusterRole and ClusterRoleBinding are all
+# named AGENT_NAME, its ServiceAccount AGENT_SERVICE_ACCOUNT.
+AGENT_NAME = "karmada-agent"
+AGENT_SERVICE_ACCOUNT = "karmada-agent-sa"
 IMAGE_NAME = "ghcr.io/karmada-pull-agent/karmada-agent"
 # Position of --leader-elect-resource-namespace in deploy/base/deployment.yaml's command.
 _LEADER_ELECT_INDEX = 9
@@ -60,13 +65,13 @@ def kubectl() -> str:
 @dataclass(frozen=True)
 class MemberParams:
     cluster_name: str
-    cluster_namespace: str = "karmada-cluster"
+    cluster_namespace: str = names.DEFAULT_CLUSTER_NAMESPACE
     cluster_api_endpoint: str = ""
     cluster_provider: str = ""
     cluster_region: str = ""
     cluster_zones: tuple[str, ...] = ()
     proxy_server_address: str = ""
-    namespace: str = DEFAULT_AGENT_NAMESPACE
+    namespace: str = names.DEFAULT_AGENT_NAMESPACE
     image: str = ""
     replicas: int = 1
     cert_rotation: bool = False
@@ -104,7 +109,7 @@ def _leader_namespace_patch(namespace: str) -> Obj:
         {
             "op": "test",
             "path": f"/spec/template/spec/containers/0/command/{index}",
-            "value": f"--leader-elect-resource-namespace={DEFAULT_AGENT_NAMESPACE}",
+            "value": f"--leader-elect-resource-namespace={names.DEFAULT_AGENT_NAMESPACE}",
         },
         {
             "op": "replace",
@@ -113,7 +118,7 @@ def _leader_namespace_patch(namespace: str) -> Obj:
         },
     ]
     return {
-        "target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": "karmada-agent"},
+        "target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": AGENT_NAME},
         "patch": yaml.safe_dump(ops),
     }
 
@@ -129,11 +134,11 @@ def member_kustomization(params: MemberParams, deploy: Path, workdir: Path) -> O
             {"name": "karmada-agent-parameters", "behavior": "merge", "literals": params.literals()}
         ],
         "components": [f"{rel}/components/member-parameters"],
-        "replicas": [{"name": "karmada-agent", "count": params.replicas}],
+        "replicas": [{"name": AGENT_NAME, "count": params.replicas}],
     }
     if params.image:
         kustomization["images"] = [_split_image(params.image)]
-    if params.namespace != DEFAULT_AGENT_NAMESPACE:
+    if params.namespace != names.DEFAULT_AGENT_NAMESPACE:
         kustomization["namespace"] = params.namespace
         kustomization["patches"] = [_leader_namespace_patch(params.namespace)]
     return kustomization
@@ -159,7 +164,7 @@ def control_plane_kustomization(
         ],
         "components": [f"{rel}/components/control-plane-parameters"],
     }
-    if agent_namespace != DEFAULT_AGENT_NAMESPACE:
+    if agent_namespace != names.DEFAULT_AGENT_NAMESPACE:
         # The leader-election Lease lives in the agent's --leader-elect-resource-namespace.
         kustomization["patches"] = [
             {
@@ -200,8 +205,8 @@ async def render_member(params: MemberParams) -> list[Obj]:
 
 async def render_control_plane(
     cluster_name: str,
-    cluster_namespace: str = "karmada-cluster",
-    agent_namespace: str = DEFAULT_AGENT_NAMESPACE,
+    cluster_namespace: str = names.DEFAULT_CLUSTER_NAMESPACE,
+    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE,
 ) -> list[Obj]:
     """Namespaces and least-privilege RBAC for `system:karmada:agent:<cluster>`."""
     return await _render(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
+from agent.karmada import names
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.errors import AlreadyExistsError, ApiError, NotFoundError
@@ -46,8 +47,8 @@ class CreateOptions:
     print_register_command: bool = False
     ensure_prerequisites: bool = False
     for_cluster: str = ""
-    cluster_namespace: str = "karmada-cluster"
-    agent_namespace: str = "karmada-system"
+    cluster_namespace: str = names.DEFAULT_CLUSTER_NAMESPACE
+    agent_namespace: str = names.DEFAULT_AGENT_NAMESPACE
     signature_wait: float = SIGNATURE_WAIT
 
 

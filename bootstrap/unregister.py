@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from agent.karmada.names import execution_namespace
+from agent.karmada import names
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
 from agent.kube.errors import KubeError, NotFoundError
@@ -46,9 +46,9 @@ class UnregisterOptions:
     cluster_context: str = ""
     karmada_config: str = ""
     karmada_context: str = ""
-    namespace: str = "karmada-system"
-    agent_name: str = "karmada-agent"
-    cluster_namespace: str = "karmada-cluster"
+    namespace: str = names.DEFAULT_AGENT_NAMESPACE
+    agent_name: str = render.AGENT_NAME
+    cluster_namespace: str = names.DEFAULT_CLUSTER_NAMESPACE
     wait: float = 60.0
     dry_run: bool = False
 
@@ -71,21 +71,21 @@ def _ref(kind: str, name: str, namespace: str = "") -> Obj:
 
 def member_objects(o: UnregisterOptions) -> list[Obj]:
     """What register and the agent create on the member, in deletion order (as upstream)."""
-    sa = f"karmada-{o.cluster_name}"
-    role = f"karmada-controller-manager:{sa}"
+    sa = names.credentials_service_account(o.cluster_name)
+    role = names.controller_manager_role(o.cluster_name)
     return [
         _ref("ServiceAccount", sa, o.cluster_namespace),
         _ref("ClusterRole", role),
         _ref("ClusterRoleBinding", role),
         _ref("Secret", sa, o.cluster_namespace),
-        _ref("ServiceAccount", "karmada-impersonator", o.cluster_namespace),
-        _ref("Secret", "karmada-impersonator", o.cluster_namespace),
+        _ref("ServiceAccount", names.IMPERSONATOR_SERVICE_ACCOUNT, o.cluster_namespace),
+        _ref("Secret", names.IMPERSONATOR_SERVICE_ACCOUNT, o.cluster_namespace),
         _ref("Namespace", o.cluster_namespace),
         _ref("Deployment", o.agent_name, o.namespace),
-        _ref("ServiceAccount", "karmada-agent-sa", o.namespace),
-        _ref("ClusterRole", "karmada-agent"),
-        _ref("ClusterRoleBinding", "karmada-agent"),
-        _ref("Secret", "karmada-kubeconfig", o.namespace),
+        _ref("ServiceAccount", render.AGENT_SERVICE_ACCOUNT, o.namespace),
+        _ref("ClusterRole", render.AGENT_NAME),
+        _ref("ClusterRoleBinding", render.AGENT_NAME),
+        _ref("Secret", names.AGENT_KUBECONFIG_SECRET, o.namespace),
     ]
 
 
@@ -199,7 +199,7 @@ async def _unregister_control_plane(
         raise UnregisterError(
             f"Cluster {o.cluster_name} is in Push mode; use `karmadactl unjoin` for it"
         )
-    es = execution_namespace(o.cluster_name)
+    es = names.execution_namespace(o.cluster_name)
     works = await karmada.list(WORKS, namespace=es)
     for work in works.get("items") or []:
         with contextlib.suppress(NotFoundError):
@@ -237,7 +237,7 @@ async def _unregister_control_plane(
 
 
 def _print_plan(o: UnregisterOptions, rbac_objects: list[Obj], out: TextIO) -> None:
-    es = execution_namespace(o.cluster_name)
+    es = names.execution_namespace(o.cluster_name)
     print(
         f"# would delete on the Karmada control plane: every Work in {es}, Cluster {o.cluster_name}",
         file=out,

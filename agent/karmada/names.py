@@ -122,6 +122,18 @@ def cluster_of_execution_namespace(namespace: str) -> str | None:
     return None
 
 
+# What registration creates on the member cluster for the control plane (upstream's names).
+IMPERSONATOR_SERVICE_ACCOUNT = "karmada-impersonator"
+
+
+def credentials_service_account(cluster: str) -> str:
+    return f"karmada-{cluster}"
+
+
+def controller_manager_role(cluster: str) -> str:
+    return f"karmada-controller-manager:{credentials_service_account(cluster)}"
+
+
 def leader_election_id(cluster: str) -> str:
     return f"karmada-agent-{cluster}"
 
