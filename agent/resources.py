@@ -3,15 +3,15 @@ once. Built-in Kubernetes resources are in agent.kube.resources."""
 
 from __future__ import annotations
 
-from agent.karmada import names
+from agent.karmada import collected, names
 from agent.kube.client import GVR
 
-CLUSTERS = GVR(names.CLUSTER_GROUP, "v1alpha1", "clusters")
-WORKS = GVR(names.WORK_GROUP, "v1alpha1", "works")
-SERVICE_EXPORTS = GVR("multicluster.x-k8s.io", "v1alpha1", "serviceexports")
-RESOURCE_INTERPRETER_CUSTOMIZATIONS = GVR(
-    "config.karmada.io", "v1alpha1", "resourceinterpretercustomizations"
+CLUSTERS = GVR.of(names.CLUSTER_API_VERSION, "clusters")
+WORKS = GVR.of(names.WORK_API_VERSION, "works")
+SERVICE_EXPORTS = GVR.of(collected.SERVICE_EXPORT_API_VERSION, "serviceexports")
+RESOURCE_INTERPRETER_CUSTOMIZATIONS = GVR.of(
+    names.CONFIG_API_VERSION, "resourceinterpretercustomizations"
 )
-RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS = GVR(
-    "config.karmada.io", "v1alpha1", "resourceinterpreterwebhookconfigurations"
+RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS = GVR.of(
+    names.CONFIG_API_VERSION, "resourceinterpreterwebhookconfigurations"
 )

@@ -27,8 +27,17 @@ from agent.karmada.names import (
     agent_user,
     execution_namespace,
 )
-from agent.kube.client import KubeClient
-from agent.kube.resources import SELF_SUBJECT_ACCESS_REVIEWS, SUBJECT_ACCESS_REVIEWS
+from agent.kube.client import GVR, KubeClient
+from agent.kube.resources import (
+    CERTIFICATE_SIGNING_REQUESTS,
+    CLUSTER_ROLES,
+    CONFIGMAPS,
+    LEASES,
+    SECRETS,
+    SELF_SUBJECT_ACCESS_REVIEWS,
+    SUBJECT_ACCESS_REVIEWS,
+)
+from agent.resources import CLUSTERS, RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
 
 RBAC_GENERATOR_USER = "system:karmada:agent:rbac-generator"
 CLUSTER_INFO_NAMESPACE = "kube-public"
@@ -43,23 +52,26 @@ Obj = dict[str, Any]
 @dataclass(frozen=True)
 class Access:
     verb: str
-    resource: str
-    group: str = ""
+    resource: GVR
     subresource: str = ""
     namespace: str = ""
     name: str = ""
 
     def attributes(self) -> Obj:
-        attrs: Obj = {"verb": self.verb, "group": self.group, "resource": self.resource}
+        attrs: Obj = {
+            "verb": self.verb,
+            "group": self.resource.group,
+            "resource": self.resource.resource,
+        }
         for key in ("subresource", "namespace", "name"):
             if getattr(self, key):
                 attrs[key] = getattr(self, key)
         return attrs
 
     def __str__(self) -> str:
-        what = self.resource + (f"/{self.subresource}" if self.subresource else "")
-        if self.group:
-            what += f".{self.group}"
+        what = self.resource.resource + (f"/{self.subresource}" if self.subresource else "")
+        if self.resource.group:
+            what += f".{self.resource.group}"
         where = f" in {self.namespace}" if self.namespace else ""
         named = f" {self.name!r}" if self.name else ""
         return f"{self.verb} {what}{named}{where}"
@@ -93,17 +105,11 @@ async def self_allowed(client: KubeClient, access: Access) -> bool:
 def agent_access(cluster: str, cluster_namespace: str) -> list[Access]:
     """A sample of what the agent identity needs; all present = the per-cluster RBAC exists."""
     return [
-        Access("update", "clusters", "cluster.karmada.io", "status", name=cluster),
-        Access("list", "works", "work.karmada.io", namespace=execution_namespace(cluster)),
-        Access(
-            "update",
-            "leases",
-            "coordination.k8s.io",
-            namespace=CLUSTER_LEASE_NAMESPACE,
-            name=cluster,
-        ),
-        Access("get", "secrets", namespace=cluster_namespace, name=cluster),
-        Access("watch", "resourceinterpretercustomizations", "config.karmada.io"),
+        Access("update", CLUSTERS, "status", name=cluster),
+        Access("list", WORKS, namespace=execution_namespace(cluster)),
+        Access("update", LEASES, namespace=CLUSTER_LEASE_NAMESPACE, name=cluster),
+        Access("get", SECRETS, namespace=cluster_namespace, name=cluster),
+        Access("watch", RESOURCE_INTERPRETER_CUSTOMIZATIONS),
     ]
 
 
@@ -269,34 +275,34 @@ class Requirement:
 def bootstrap_requirements(token_id: str, bootstrap_groups: list[str]) -> list[Requirement]:
     user = f"system:bootstrap:{token_id}"
     groups = ("system:bootstrappers", *bootstrap_groups, "system:authenticated")
-    csr = "certificatesigningrequests"
+    csr = CERTIFICATE_SIGNING_REQUESTS
     return [
         Requirement(
             "anonymous users can read kube-public/cluster-info (discovery)",
             ANONYMOUS,
             ("system:unauthenticated",),
-            Access("get", "configmaps", namespace=CLUSTER_INFO_NAMESPACE, name=CLUSTER_INFO_NAME),
+            Access("get", CONFIGMAPS, namespace=CLUSTER_INFO_NAMESPACE, name=CLUSTER_INFO_NAME),
             "Role/RoleBinding system:karmada:bootstrap-signer-clusterinfo in kube-public",
         ),
         Requirement(
             "the bootstrap token may create certificate signing requests",
             user,
             groups,
-            Access("create", csr, "certificates.k8s.io"),
+            Access("create", csr),
             "ClusterRoleBinding system:karmada:agent-bootstrap -> system:node-bootstrapper",
         ),
         Requirement(
             "Karmada's CSR approver may auto-approve the bootstrap token's agent CSRs",
             user,
             groups,
-            Access("create", csr, "certificates.k8s.io", "clusteragent"),
+            Access("create", csr, "clusteragent"),
             "ClusterRole/Binding system:karmada:certificatesigningrequest:autoapprover",
         ),
         Requirement(
             "agents may renew their own certificates (selfclusteragent approval)",
             "system:karmada:agent:example",
             (AGENT_GROUP, "system:authenticated"),
-            Access("create", csr, "certificates.k8s.io", "selfclusteragent"),
+            Access("create", csr, "selfclusteragent"),
             "ClusterRole/Binding system:karmada:certificatesigningrequest:selfautoapprover",
         ),
     ]
@@ -312,7 +318,7 @@ async def rbac_generator_available(client: KubeClient) -> bool:
         client,
         RBAC_GENERATOR_USER,
         [AGENT_GROUP, "system:authenticated"],
-        Access("create", "clusterroles", "rbac.authorization.k8s.io"),
+        Access("create", CLUSTER_ROLES),
     )
 
 

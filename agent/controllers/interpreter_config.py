@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.interpreter import Interpreter
-from agent.interpreter.customizations import API_VERSION
+from agent.karmada.names import CONFIG_API_VERSION as API_VERSION
 from agent.kube.client import GVR, KubeClient
 from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector

@@ -19,7 +19,6 @@ import yaml
 Obj = dict[str, Any]
 Origin = Literal["user", "bundled"]
 
-API_VERSION = "config.karmada.io/v1alpha1"
 KIND = "ResourceInterpreterCustomization"
 
 # Operation -> (the field of spec.customizations holding its script, the Lua function).

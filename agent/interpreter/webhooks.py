@@ -21,11 +21,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.karmada.names import CONFIG_API_VERSION
+
 from .jsonpatch import PatchError, apply_patch
 
 Obj = dict[str, Any]
 
-CONTEXT_API_VERSION = "config.karmada.io/v1alpha1"
 CONTEXT_KIND = "ResourceInterpreterContext"
 SUPPORTED_CONTEXT_VERSIONS = ("v1alpha1",)
 DEFAULT_TIMEOUT = 10.0
@@ -191,7 +192,7 @@ def request(webhook: Webhook, operation: str, uid: str, obj: Obj, observed: Obj 
         body["namespace"] = meta["namespace"]
     if observed is not None:
         body["observedObject"] = observed
-    return {"apiVersion": CONTEXT_API_VERSION, "kind": CONTEXT_KIND, "request": body}
+    return {"apiVersion": CONFIG_API_VERSION, "kind": CONTEXT_KIND, "request": body}
 
 
 def _response(webhook: Webhook, uid: str, answer: Any) -> Obj:

@@ -7,10 +7,13 @@ Karmada tooling; a change breaks drop-in compatibility with upstream karmada-age
 from __future__ import annotations
 
 # API groups and versions
-CLUSTER_API_VERSION = "cluster.karmada.io/v1alpha1"
 CLUSTER_GROUP = "cluster.karmada.io"
-WORK_API_VERSION = "work.karmada.io/v1alpha1"
+CLUSTER_API_VERSION = f"{CLUSTER_GROUP}/v1alpha1"
 WORK_GROUP = "work.karmada.io"
+WORK_API_VERSION = f"{WORK_GROUP}/v1alpha1"
+# Resource interpreter customizations and webhook configurations, and the webhooks' review
+CONFIG_GROUP = "config.karmada.io"
+CONFIG_API_VERSION = f"{CONFIG_GROUP}/v1alpha1"
 
 # Namespaces on the control plane
 EXECUTION_SPACE_PREFIX = "karmada-es-"
