@@ -299,7 +299,7 @@ def _is_tty(stream: TextIO) -> bool:
         return False
 
 
-def get_logger(name: str = "karmada-agent", **context: Any) -> structlog.stdlib.BoundLogger:
+def get_logger(name: str, **context: Any) -> structlog.stdlib.BoundLogger:
     """The logger of a module (`get_logger(__name__)`): structlog's stdlib BoundLogger on the stdlib
     logger `name`, whatever structlog's global configuration is (tests reset it)."""
     return structlog.stdlib.BoundLogger(logging.getLogger(name), _TO_STDLIB, context)

@@ -26,7 +26,7 @@ class BuildInfo:
     python_version: str
     platform: str
 
-    def render(self, program: str = "karmada-agent") -> str:
+    def render(self, program: str) -> str:
         """One line shaped like the Go components' `version` output, so scripts can grep it."""
         fields = (
             f'GitVersion:"{self.git_version}"',

@@ -16,9 +16,8 @@ from agent.karmada import names
 from agent.kube.errors import KubeError
 from agent.options import parse_duration
 
-from . import csr, discovery, register, render, token_cmd, tokens, unregister
+from . import PROGRAM, csr, discovery, register, render, token_cmd, tokens, unregister
 
-PROGRAM = "karmada-bootstrap"
 EXIT_OK = 0
 EXIT_FAILURE = 1
 

@@ -19,7 +19,9 @@ from agent.kube.resources import (
     SERVICE_ACCOUNTS,
 )
 
-FIELD_MANAGER = "karmada-bootstrap"
+from . import PROGRAM
+
+FIELD_MANAGER = PROGRAM
 
 Obj = dict[str, Any]
 

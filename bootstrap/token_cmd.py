@@ -22,10 +22,9 @@ from agent.kube.errors import AlreadyExistsError, ApiError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, SECRETS
 from agent.timefmt import parse_time
 
-from . import discovery, objects, rbac, render, tokens
+from . import PROGRAM, discovery, objects, rbac, render, tokens
 from .kubeconfig import anonymous_client_config, load_user_config, open_client
 
-PROGRAM = "karmada-bootstrap"
 # How long `create` waits for the control plane's bootstrapsigner to sign cluster-info.
 SIGNATURE_WAIT = 10.0
 
@@ -242,23 +241,23 @@ async def list_tokens(kubeconfig: str, context: str, out: TextIO | None = None) 
     now = datetime.now(UTC)
     rows = [("TOKEN", "TTL", "EXPIRES", "USAGES", "DESCRIPTION", "EXTRA GROUPS")]
     for secret in listed.get("items") or []:
-        token_id = _data(secret, "token-id")
+        token_id = _data(secret, tokens.ID_KEY)
         if not token_id:
             continue
         usages = sorted(
-            key.removeprefix("usage-bootstrap-")
+            key.removeprefix(tokens.USAGE_PREFIX)
             for key in (secret.get("data") or {})
-            if key.startswith("usage-bootstrap-") and _data(secret, key) == "true"
+            if key.startswith(tokens.USAGE_PREFIX) and _data(secret, key) == "true"
         )
-        expiration = _data(secret, "expiration")
+        expiration = _data(secret, tokens.EXPIRATION_KEY)
         rows.append(
             (
                 f"{token_id}.<hidden>",
                 _ttl(expiration, now),
                 expiration or "<never>",
                 ",".join(usages) or "<none>",
-                _data(secret, "description") or "<none>",
-                _data(secret, "auth-extra-groups"),
+                _data(secret, tokens.DESCRIPTION_KEY) or "<none>",
+                _data(secret, tokens.EXTRA_GROUPS_KEY),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -21,6 +21,13 @@ GROUP_PATTERN = re.compile(r"^system:bootstrappers:[a-z0-9:-]{0,255}[a-z0-9]$")
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
 SECRET_NAMESPACE = "kube-system"
 SECRET_PREFIX = "bootstrap-token-"
+# The keys of a bootstrap token Secret's data.
+ID_KEY = "token-id"
+SECRET_KEY = "token-secret"
+DESCRIPTION_KEY = "description"
+EXPIRATION_KEY = "expiration"
+USAGE_PREFIX = "usage-bootstrap-"
+EXTRA_GROUPS_KEY = "auth-extra-groups"
 DEFAULT_GROUP = "system:bootstrappers:karmada:default-cluster-token"
 DEFAULT_USAGES = ("signing", "authentication")
 KNOWN_USAGES = ("signing", "authentication")
@@ -85,15 +92,15 @@ def secret_manifest(
             raise TokenFormatError(
                 f"group {group!r} must match {GROUP_PATTERN.pattern} (a system:bootstrappers: group)"
             )
-    data = {"token-id": token.id, "token-secret": token.secret}
+    data = {ID_KEY: token.id, SECRET_KEY: token.secret}
     if description:
-        data["description"] = description
+        data[DESCRIPTION_KEY] = description
     if ttl is not None and ttl.total_seconds() > 0:
-        data["expiration"] = rfc3339(now + ttl)
+        data[EXPIRATION_KEY] = rfc3339(now + ttl)
     for usage in usages:
-        data[f"usage-bootstrap-{usage}"] = "true"
+        data[USAGE_PREFIX + usage] = "true"
     if groups:
-        data["auth-extra-groups"] = ",".join(groups)
+        data[EXTRA_GROUPS_KEY] = ",".join(groups)
     return {
         "apiVersion": "v1",
         "kind": "Secret",
