@@ -26,6 +26,7 @@ from agent.karmada.names import (
     SYSTEM_LABEL,
     controller_manager_role,
     credentials_service_account,
+    system_labels,
 )
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
@@ -58,7 +59,6 @@ JsonDict = dict[str, Any]
 
 SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
 SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
-SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
 # Upstream polls every second for up to 30 s for the token controller to fill data.token.
 TOKEN_WAIT_TIMEOUT = 30.0
 TOKEN_POLL_INTERVAL = 1.0
@@ -154,13 +154,13 @@ async def _ensure_namespace(client: KubeClient, name: str) -> None:
     if ((live.get("metadata") or {}).get("labels") or {}).get(SYSTEM_LABEL) == "true":
         return
     try:
-        await client.patch(NAMESPACES, name, {"metadata": {"labels": dict(SYSTEM_LABELS)}})
+        await client.patch(NAMESPACES, name, {"metadata": {"labels": system_labels()}})
     except ForbiddenError:
         log.info("namespace %s exists without label %s; not allowed to add it", name, SYSTEM_LABEL)
 
 
 def _meta(name: str, namespace: str | None = None, **extra: Any) -> JsonDict:
-    meta: JsonDict = {"name": name, "labels": dict(SYSTEM_LABELS)}
+    meta: JsonDict = {"name": name, "labels": system_labels()}
     if namespace:
         meta["namespace"] = namespace
     meta.update(extra)

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from agent.karmada.names import execution_namespace
 from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
@@ -43,7 +44,7 @@ from .emulators import EmulatorProcess, emulator_process
 from .report import report
 
 CLUSTER = "member1"
-ES = f"karmada-es-{CLUSTER}"
+ES = execution_namespace(CLUSTER)
 NAMESPACE = "bench"
 AGENT_USER = "karmada-agent-bench"
 JSON = dict[str, Any]

@@ -23,13 +23,12 @@ from agent.certificates import (
     request_certificate,
     wait_for_certificate,
 )
-from agent.karmada.names import SYSTEM_LABEL
+from agent.karmada.names import system_labels
 from agent.kube.client import KubeClient
 
 __all__ = [
     "CLIENT_USAGES",
     "SIGNER_KUBE_APISERVER_CLIENT",
-    "SYSTEM_LABELS",
     "CertificateRequestError",
     "Subject",
     "certificate_request",
@@ -40,8 +39,6 @@ __all__ = [
     "wait_for_certificate",
     "write_private",
 ]
-
-SYSTEM_LABELS = {SYSTEM_LABEL: "true"}
 
 
 async def request_agent_certificate(
@@ -62,7 +59,7 @@ async def request_agent_certificate(
         subject,
         expiration_seconds=expiration_seconds,
         timeout=timeout,
-        labels=SYSTEM_LABELS,
+        labels=system_labels(),
         progress=progress,
     )
 

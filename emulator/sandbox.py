@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from agent.karmada.names import execution_namespace
 from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
@@ -276,7 +277,7 @@ async def _client(kubeconfig: Path) -> KubeClient:
 
 
 async def _demo(sandbox: Sandbox, karmada: KubeClient, member: KubeClient, timeout: float) -> None:
-    es = f"karmada-es-{CLUSTER}"
+    es = execution_namespace(CLUSTER)
 
     async def registered() -> bool:
         sandbox.agent_alive()

@@ -115,6 +115,11 @@ MANAGED_RESOURCE_ANNOTATIONS = (
 )
 
 
+def system_labels() -> dict[str, str]:
+    """The labels of what registration creates for Karmada itself (namespaces, CSRs)."""
+    return {SYSTEM_LABEL: "true"}
+
+
 def execution_namespace(cluster: str) -> str:
     return EXECUTION_SPACE_PREFIX + cluster
 
