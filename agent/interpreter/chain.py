@@ -10,8 +10,11 @@ operations the agent performs:
   health Unknown (the caller reports why).
 - ReflectStatus(observedObj) -> table: the status reported in Work.status.manifestStatuses.
 - Retain(desiredObj, observedObj) -> table: the object to apply, with member-owned values kept.
-  Without a customization the desired object is applied as it is: server-side apply already
-  leaves the fields other managers own alone.
+  As upstream's update does, the script sees the desired object at the observed object's
+  resourceVersion, and its answer keeps that version (the apply is then conditional on it: values
+  read from the member, its status included, never overwrite a newer version) and whatever else
+  it holds, status included. Without a customization the desired object is applied as it is:
+  server-side apply already leaves the fields other managers own alone.
 """
 
 from __future__ import annotations
@@ -37,9 +40,8 @@ from .webhooks import WebhookSet
 
 Obj = dict[str, Any]
 
-# What Retain's result may not carry into an apply: server-set metadata and the status.
+# What Retain's result may not carry into an apply: metadata only the server sets.
 _SERVER_METADATA = (
-    "resourceVersion",
     "uid",
     "creationTimestamp",
     "generation",
@@ -149,22 +151,28 @@ class Interpreter:
         customization = self._customization(desired, RETAIN)
         if customization is None:
             return desired
+        version = (observed.get("metadata") or {}).get("resourceVersion")
+        if version is not None:
+            desired = {**desired, "metadata": {**(desired.get("metadata") or {})}}
+            desired["metadata"]["resourceVersion"] = version
         result = self._run(customization, RETAIN, desired, observed)
         restored = restore_empty(result, (desired, observed))
         if not isinstance(restored, dict):
             raise InterpretError(
                 customization.describe(), RETAIN, f"returned {_lua_type(result)}, not an object"
             )
-        return without_server_fields(restored)
+        return without_server_fields(restored, keep_version=True)
 
 
-def without_server_fields(obj: Obj) -> Obj:
-    """What a Retain answer may carry into an apply: no status, no server-set metadata."""
+def without_server_fields(obj: Obj, *, keep_version: bool = False) -> Obj:
+    """What a Retain answer may carry into an apply: all of it (status included) but the
+    metadata only the server sets; its resourceVersion only with `keep_version` (the apply is
+    then conditional on it)."""
     restored = dict(obj)
-    restored.pop("status", None)
     meta = restored.get("metadata")
     if isinstance(meta, dict):
-        restored["metadata"] = {k: v for k, v in meta.items() if k not in _SERVER_METADATA}
+        dropped = _SERVER_METADATA if keep_version else (*_SERVER_METADATA, "resourceVersion")
+        restored["metadata"] = {k: v for k, v in meta.items() if k not in dropped}
     return restored
 
 

@@ -26,13 +26,13 @@ def widget(ready: int = 1, replicas: int = 1) -> Obj:
     }
 
 
-def rollout(phase: str) -> Obj:
+def volcano_job(phase: str) -> Obj:
     return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Rollout",
-        "metadata": {"name": "r", "generation": 2},
-        "spec": {"replicas": 3},
-        "status": {"phase": phase, "observedGeneration": "2", "replicas": 3},
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "j", "generation": 2},
+        "spec": {"minAvailable": 3},
+        "status": {"state": {"phase": phase}, "running": 3},
     }
 
 
@@ -79,23 +79,22 @@ def test_user_customization_interprets_health_and_status() -> None:
 
 def test_bundled_customization_then_user_override_per_operation() -> None:
     chain = interpreter()
-    assert chain.interpret_health(rollout("Degraded")) == names.UNHEALTHY
-    assert chain.interpret_health(rollout("Healthy")) == names.HEALTHY
-    reflected = chain.reflect_status(rollout("Healthy"))
-    assert reflected is not None
-    assert reflected["phase"] == "Healthy"
+    assert chain.interpret_health(volcano_job("Failed")) == names.UNHEALTHY
+    assert chain.interpret_health(volcano_job("Running")) == names.HEALTHY
+    reflected = chain.reflect_status(volcano_job("Running"))
+    assert reflected == {"state": {"phase": "Running"}, "running": 3}
     override = customization(
         "mine",
-        "argoproj.io/v1alpha1",
-        "Rollout",
+        "batch.volcano.sh/v1alpha1",
+        "Job",
         health="function InterpretHealth() return false end",
     )
     chain.customizations.put(override)
-    assert chain.interpret_health(rollout("Healthy")) == names.UNHEALTHY
+    assert chain.interpret_health(volcano_job("Running")) == names.UNHEALTHY
     # ReflectStatus is not overridden: still the bundled one.
-    assert chain.reflect_status(rollout("Healthy")) == reflected
+    assert chain.reflect_status(volcano_job("Running")) == reflected
     chain.customizations.remove(override)
-    assert chain.interpret_health(rollout("Healthy")) == names.HEALTHY
+    assert chain.interpret_health(volcano_job("Running")) == names.HEALTHY
 
 
 def test_first_user_customization_by_name_wins() -> None:
@@ -147,7 +146,7 @@ def test_failing_reflect_script_is_a_reflect_error_naming_it() -> None:
         chain.reflect_status(widget())
 
 
-def test_retain_keeps_member_values_and_empty_fields_and_drops_server_fields() -> None:
+def test_retain_keeps_member_values_status_and_version_and_drops_server_fields() -> None:
     script = """
     function Retain(desired, observed)
       desired.spec.replicas = observed.spec.replicas
@@ -162,8 +161,26 @@ def test_retain_keeps_member_values_and_empty_fields_and_drops_server_fields() -
     observed["metadata"] = {**observed["metadata"], "resourceVersion": "9", "uid": "u"}
     retained = chain.retain(desired, observed)
     assert retained["spec"] == {"replicas": 7, "selector": {}, "ports": []}
-    assert "status" not in retained
-    assert retained["metadata"] == {"name": "w", "namespace": "default"}
+    # As upstream's: the status stays, and the observed version makes the apply conditional.
+    assert retained["status"] == observed["status"]
+    assert retained["metadata"] == {"name": "w", "namespace": "default", "resourceVersion": "9"}
+
+
+def test_retain_script_sees_the_desired_object_at_the_observed_version() -> None:
+    script = """
+    function Retain(desired, observed)
+      desired.spec.seen = desired.metadata.resourceVersion
+      return desired
+    end
+    """
+    chain = interpreter(customization("v", "example.io/v1", "Widget", retain=script))
+    observed = widget(3, 7)
+    observed["metadata"] = {**observed["metadata"], "resourceVersion": "42"}
+    desired = {**widget(), "spec": {"replicas": 1}}
+    retained = chain.retain(desired, observed)
+    assert retained["spec"]["seen"] == "42"
+    assert retained["metadata"]["resourceVersion"] == "42"
+    assert "resourceVersion" not in desired["metadata"]
 
 
 def test_failing_retain_names_the_customization() -> None:
