@@ -354,9 +354,9 @@ def replay(failures: Failures, workdir: Path) -> Path | None:
 
 LUA_PROBE = """
 from agent.interpreter import Interpreter
-rollout = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "metadata": {"name": "r"},
-           "spec": {}, "status": {"phase": "Degraded"}}
-print(Interpreter().interpret_health(rollout))
+job = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"},
+       "spec": {}, "status": {"state": {"phase": "Failed"}}}
+print(Interpreter().interpret_health(job))
 """
 
 
@@ -402,7 +402,7 @@ def check_image(failures: Failures, expected_version: str, root: Path, workdir: 
     lua = run([str(venv / "bin" / "python"), "-c", LUA_PROBE], cwd=workdir)
     failures.check(
         lua.returncode == 0 and lua.stdout.strip() == "Unhealthy",
-        f"the bundled Rollout customization in the image: exit {lua.returncode}, "
+        f"the bundled Volcano Job customization in the image: exit {lua.returncode}, "
         f"{lua.stdout.strip()!r} {lua.stderr.strip()[-500:]!r}",
     )
     invalid = run([str(script), "--cluster-name=Not_Valid"], cwd=workdir)

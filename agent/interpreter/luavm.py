@@ -142,8 +142,16 @@ for name, fn in pairs(helpers) do
     return result
   end
 end
+local ipairs_any = ipairs
+-- As Lua 5.1 (upstream's), ipairs takes only a table.
+local function ipairs_table(t)
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'ipairs' (table expected, got " .. type(t) .. ")", 2)
+  end
+  return ipairs_any(t)
+end
 local env = {
-  assert = assert, error = error, ipairs = ipairs, next = next, pairs = pairs, pcall = pcall,
+  assert = assert, error = error, ipairs = ipairs_table, next = next, pairs = pairs, pcall = pcall,
   select = select, tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
   unpack = table.unpack, print = function() end, _VERSION = _VERSION,
   string = readonly_copy(string), table = readonly_copy(table), math = readonly_copy(math),

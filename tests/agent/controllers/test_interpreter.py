@@ -29,15 +29,15 @@ from .test_execution_harness import (
 
 JsonDict = dict[str, Any]
 
-ROLLOUTS = GVR("argoproj.io", "v1alpha1", "rollouts")
+CLONESETS = GVR("apps.kruise.io", "v1alpha1", "clonesets")
 
 
-def rollout() -> JsonDict:
+def cloneset() -> JsonDict:
     return {
-        "apiVersion": "argoproj.io/v1alpha1",
-        "kind": "Rollout",
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet",
         "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"replicas": 3, "strategy": {"canary": {}}},
+        "spec": {"replicas": 3, "updateStrategy": {"partition": 0}},
     }
 
 
@@ -81,39 +81,43 @@ def entry(work: JsonDict, ordinal: int = 0) -> JsonDict:
     return {}
 
 
-async def test_bundled_customization_reports_an_argo_rollout() -> None:
+async def test_bundled_customization_reports_a_kruise_cloneset() -> None:
     async with running_pair("execution", "workStatus") as pair:
         await install(
             pair,
-            crd("argoproj.io", "Rollout", "rollouts", version="v1alpha1", status=True),
-            ROLLOUTS,
+            crd("apps.kruise.io", "CloneSet", "clonesets", version="v1alpha1", status=True),
+            CLONESETS,
         )
-        await pair.create_work(karmada_work("rollout", [rollout()]))
-        # No status yet: the bundled rule says Unhealthy, where no rule would say Healthy.
-        await pair.wait_work("rollout", lambda w: entry(w).get("health") == names.UNHEALTHY)
-        live = await pair.get_member(ROLLOUTS, "web")
+        await pair.create_work(karmada_work("cloneset", [cloneset()]))
+        # No status yet: the bundled rule cannot judge it (Unknown, as upstream's), where no
+        # rule would say Healthy.
+        await pair.wait_work("cloneset", lambda w: entry(w).get("health") == names.UNKNOWN)
+        live = await pair.get_member(CLONESETS, "web")
         generation = live["metadata"]["generation"]
         status = {
-            "phase": "Healthy",
-            "observedGeneration": str(generation),
+            "observedGeneration": generation,
             "replicas": 3,
             "availableReplicas": 3,
             "updatedReplicas": 3,
             "readyReplicas": 3,
-            "stableRS": "6d4b",
+            "updateRevision": "web-6d4b",
+            "collisionCount": 0,
         }
-        await set_status(pair, ROLLOUTS, "web", status)
+        await set_status(pair, CLONESETS, "web", status)
         done = await pair.wait_work(
-            "rollout", lambda w: entry(w).get("health") == names.HEALTHY, "Rollout Healthy"
+            "cloneset", lambda w: entry(w).get("health") == names.HEALTHY, "CloneSet Healthy"
         )
+        reported = {k: v for k, v in status.items() if k != "collisionCount"}
         assert entry(done)["status"] == {
-            **status,
+            **reported,
             "generation": generation,
             "resourceTemplateGeneration": 1,
         }
-        await set_status(pair, ROLLOUTS, "web", {**status, "phase": "Degraded"})
+        await set_status(pair, CLONESETS, "web", {**status, "availableReplicas": 1})
         await pair.wait_work(
-            "rollout", lambda w: entry(w).get("health") == names.UNHEALTHY, "Rollout Degraded"
+            "cloneset",
+            lambda w: entry(w).get("health") == names.UNHEALTHY,
+            "CloneSet with unavailable replicas",
         )
 
 
