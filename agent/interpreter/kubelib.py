@@ -2,6 +2,7 @@
 
 - `kube.resourceAdd(q1, q2, ...)`: the sum of resource quantities (strings; nil counts as zero),
   as a canonical quantity string;
+- `kube.getResourceQuantity(q)`: a quantity (a string; nil is zero) as a number;
 - `kube.accuratePodRequirements(podTemplate)`: what one replica of the pod template needs
   (Karmada's ReplicaRequirements: nodeClaim and resourceRequest; nil for neither);
 - `kube.getPodDependencies(podTemplate, namespace)`: the ConfigMaps, Secrets, ServiceAccount and
@@ -10,12 +11,14 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Any
 
 from agent.karmada.quantity import (
     Quantity,
     QuantityError,
+    approximate_float64,
     format_quantity,
     int_value,
     milli_value,
@@ -39,20 +42,53 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
+def _quantity(value: Any, position: int, function: str) -> Quantity | None:
+    """A quantity argument: a string, or nil (Go's zero Quantity, which takes no part in a
+    sum's format)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise HelperError(
+            f"bad argument #{position} to {function} (string expected, got {_lua_type(value)})"
+        )
+    try:
+        return parse_quantity(value)
+    except QuantityError as exc:
+        raise HelperError(str(exc)) from None
+
+
+def _lua_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "table" if isinstance(value, dict | list) else type(value).__name__
+
+
 def resource_add(*quantities: Any) -> str:
-    total: Quantity | None = None
-    for value in quantities:
-        if value is None:
-            continue
-        if not isinstance(value, str):
-            raise HelperError(f"a quantity must be a string, got {value!r}")
-        try:
-            quantity = parse_quantity(value)
-        except QuantityError as exc:
-            raise HelperError(str(exc)) from None
-        # The sum keeps the format of its first operand, as Go's Quantity.Add does from zero.
-        total = quantity if total is None else total + quantity
-    return "0" if total is None else str(total)
+    """The sum as Go's Quantity.String() prints it, in the format Go's Quantity.Add gives it."""
+    total = Quantity(Decimal(0), "DecimalSI")
+    for position, value in enumerate(quantities, 1):
+        quantity = _quantity(value, position, "resourceAdd")
+        if quantity is not None:
+            total = total + quantity
+    return str(total)
+
+
+def get_resource_quantity(*args: Any) -> float | int:
+    """The quantity as a number, approximated as Go's Quantity.AsApproximateFloat64 does;
+    negative and infinite values are errors."""
+    if len(args) != 1:
+        raise HelperError("getResourceQuantity only accepts one argument")
+    quantity = _quantity(args[0], 1, "getResourceQuantity")
+    number = 0.0 if quantity is None else approximate_float64(quantity)
+    if number < 0:
+        raise HelperError(f"int approximation unexpectedly returned a negative value: {args[0]}")
+    if math.isinf(number):
+        raise HelperError(f"int approximation unexpectedly returned an infinite value: {args[0]}")
+    # gopher-lua has one number type; an integral value reads as an integer here, so that it
+    # prints as upstream's does ("2", not "2.0").
+    return int(number) if number.is_integer() and abs(number) < 2**63 else number
 
 
 _BINARY_RESOURCES = ("memory", "ephemeral-storage")
@@ -196,6 +232,7 @@ def get_pod_dependencies(*args: Any) -> list[Obj]:
 
 HELPERS: dict[str, Helper] = {
     "resourceAdd": resource_add,
+    "getResourceQuantity": get_resource_quantity,
     "accuratePodRequirements": accurate_pod_requirements,
     "getPodDependencies": get_pod_dependencies,
 }
