@@ -13,6 +13,11 @@ with keys 1..n is a list and one with string keys an object, and a float with an
 is an integer. An empty table cannot say whether it was a list or an object: where the callers'
 reference objects (Retain's desired and observed objects) have an empty list or object at the
 same path it becomes that again, else the field is dropped; an empty top-level result is `{}`.
+
+Iteration, as upstream's: `pairs` and `next` visit positive integer keys in ascending order, then
+the other keys in the order they were first set, a constructor's named fields in source order
+(luasource rewrites constructors for it); the keys of an object the script is given, which
+upstream visits in Go's random map order, in sorted order. `ipairs` takes only a table.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lupa import lua54
+
+from .luasource import SourceError, ordered_constructors
 
 JsonValue = Any
 # A Python helper callable from Lua: takes the arguments decoded from JSON, returns a JSON value.
@@ -62,12 +69,121 @@ local function arm()
   sethook(budget, "", limits.step)
 end
 
+-- Tables whose pairs()/next() order is upstream's (gopher-lua's): positive integer keys below
+-- 2^26 (its array part) in ascending order, then the other keys in the order they were first set.
+-- A script's tables and the objects it is given are proxies: empty tables whose metatable reads
+-- and writes a store and records the order. Objects converted from JSON (whose order upstream
+-- takes from Go's randomised map iteration) are ordered by key, and wrapped lazily as they are
+-- read. Scripts cannot tell a proxy from a table: the metatable functions are out of their reach.
+local setmetatable, rawnext, tointeger, sort = setmetatable, next, math.tointeger, table.sort
+local gmatch, ipairs, pack, unpack = string.gmatch, ipairs, table.pack, table.unpack
+local records = setmetatable({}, {__mode = "k"})
+local ordered_meta = {}
+local ARRAY_LIMIT = 67108864
+local function array_key(k)
+  return mtype(k) == "integer" and k >= 1 and k < ARRAY_LIMIT
+end
+local function before(a, b)
+  local ta, tb = type(a), type(b)
+  if ta ~= tb then return ta < tb end
+  if ta == "string" or ta == "number" then return a < b end
+  return tostring(a) < tostring(b)
+end
+-- The keys' order, computed when first needed: the constructor's named fields as written, then
+-- the remaining keys sorted.
+local function materialize(r)
+  if r.order ~= nil then return end
+  local order, index, rest, maxint = {}, {}, {}, 0
+  for k in rawnext, r.store do
+    if array_key(k) then
+      if k > maxint then maxint = k end
+    else
+      rest[#rest + 1] = k
+    end
+  end
+  if r.hint ~= nil then
+    for k in string.gmatch(r.hint, "%S+") do
+      if r.store[k] ~= nil and index[k] == nil then
+        order[#order + 1] = k
+        index[k] = #order
+      end
+    end
+  end
+  sort(rest, before)
+  for _, k in ipairs(rest) do
+    if index[k] == nil then
+      order[#order + 1] = k
+      index[k] = #order
+    end
+  end
+  r.order, r.index, r.maxint = order, index, maxint
+end
+local function wrap(store, hint)
+  local proxy = setmetatable({}, ordered_meta)
+  records[proxy] = {store = store, hint = hint}
+  return proxy
+end
+local function value_of(store, k)
+  local v = store[k]
+  if type(v) == "table" and records[v] == nil then
+    v = wrap(v)
+    store[k] = v
+  end
+  return v
+end
+ordered_meta.__index = function(proxy, k)
+  return value_of(records[proxy].store, k)
+end
+ordered_meta.__newindex = function(proxy, k, v)
+  local r = records[proxy]
+  if mtype(k) == "float" then k = tointeger(k) or k end
+  materialize(r)
+  if array_key(k) then
+    if v ~= nil and k > r.maxint then r.maxint = k end
+  elseif v ~= nil and k ~= nil and k == k and r.index[k] == nil then
+    r.order[#r.order + 1] = k
+    r.index[k] = #r.order
+  end
+  r.store[k] = v
+end
+ordered_meta.__len = function(proxy) return #records[proxy].store end
+local function ordered_next(t, k)
+  local r = records[t]
+  if r == nil then return rawnext(t, k) end
+  materialize(r)
+  local store, position = r.store, 1
+  if k == nil or array_key(k) then
+    for i = (k or 0) + 1, r.maxint do
+      if store[i] ~= nil then return i, value_of(store, i) end
+    end
+  else
+    position = r.index[k]
+    if position == nil then error("invalid key to 'next'", 2) end
+    position = position + 1
+  end
+  local order = r.order
+  for i = position, #order do
+    local key = order[i]
+    if store[key] ~= nil then return key, value_of(store, key) end
+  end
+  return nil
+end
+local function ordered_pairs(t)
+  if type(t) ~= "table" then
+    error("bad argument #1 to 'pairs' (table expected, got " .. type(t) .. ")", 2)
+  end
+  return ordered_next, t, nil
+end
+local function ordered(store, hint) return wrap(store, hint) end
+
 local escapes = { ['"'] = '\\"', ['\\'] = '\\\\', ['\b'] = '\\b', ['\f'] = '\\f',
   ['\n'] = '\\n', ['\r'] = '\\r', ['\t'] = '\\t' }
 local function escape(c) return escapes[c] or format("\\u%04x", c:byte()) end
 
 local encode
 local function encode_table(t, out, visiting)
+  local r = records[t]
+  if r ~= nil then t = r.store end
   if visiting[t] then error("cannot convert a table that contains itself", 0) end
   visiting[t] = true
   local n, strings, integers = 0, 0, 0
@@ -139,6 +255,7 @@ for name, fn in pairs(helpers) do
   kube[name] = function(...)
     local ok, result = pcall(fn, to_json(...))
     if not ok then error("kube." .. name .. ": " .. tostring(result), 2) end
+    if type(result) == "table" then result = wrap(result) end
     return result
   end
 end
@@ -151,7 +268,8 @@ local function ipairs_table(t)
   return ipairs_any(t)
 end
 local env = {
-  assert = assert, error = error, ipairs = ipairs_table, next = next, pairs = pairs, pcall = pcall,
+  assert = assert, error = error, ipairs = ipairs_table, next = ordered_next,
+  pairs = ordered_pairs, pcall = pcall,
   select = select, tonumber = tonumber, tostring = tostring, type = type, xpcall = xpcall,
   unpack = table.unpack, print = function() end, _VERSION = _VERSION,
   string = readonly_copy(string), table = readonly_copy(table), math = readonly_copy(math),
@@ -181,7 +299,8 @@ local function load_script(source, name)
   local chunk, err = load_chunk(source, "=" .. name, "t", env)
   if not chunk then return false, err end
   arm()
-  return finish(pcall(chunk))
+  -- A rewritten script (luasource) takes the constructor of ordered tables as its argument.
+  return finish(pcall(chunk, ordered))
 end
 
 local function call(fn_name, ...)
@@ -189,8 +308,12 @@ local function call(fn_name, ...)
   if type(fn) ~= "function" then
     return false, "the script defines no function " .. fn_name
   end
+  local args = pack(...)
+  for i = 1, args.n do
+    if type(args[i]) == "table" then args[i] = wrap(args[i]) end
+  end
   arm()
-  return finish(pcall(fn, ...))
+  return finish(pcall(fn, unpack(args, 1, args.n)))
 end
 
 return load_script, call
@@ -242,7 +365,12 @@ class LuaScript:
         )
         limits = runtime.table_from(self._limits)
         load_script, call = runtime.execute(_PRELUDE, helpers, limits)
-        ok, result = load_script(self.source, self.name)
+        try:
+            source = ordered_constructors(self.source)
+        except SourceError:
+            # Lua reports what is wrong with it.
+            source = self.source
+        ok, result = load_script(source, self.name)
         if not ok:
             raise ScriptError(str(result))
         self._runtime, self._call = runtime, call

@@ -158,3 +158,91 @@ def test_helpers_get_json_values_and_return_tables() -> None:
     # A trailing nil cannot be stored in a Lua list.
     assert script.call("F", {"spec": {"a": [1]}}) == [{"got": [{"a": [1]}, "x"]}]
     assert seen == [({"a": [1]}, "x", None)]
+
+
+# --- iteration order, as upstream's Lua (gopher-lua) iterates -----------------------------------
+
+
+def keys(script: str, *args: object) -> object:
+    return call(
+        script + "\nfunction F(...) local out = {} for k in pairs(T(...)) do "
+        "out[#out + 1] = tostring(k) end return table.concat(out, ',') end",
+        *args,
+    )
+
+
+def test_pairs_visits_a_scripts_keys_in_the_order_first_set() -> None:
+    # Found by running upstream's Lua VM: integer keys 1.. first, then the others as first set.
+    script = """function T()
+      local t = {}
+      t.zeta = 1; t.alpha = 2; t.mid = 3; t[3] = "c"; t[1] = "a"; t[-1] = "neg"; t.beta = 4
+      t.alpha = nil; t.alpha = 5; t.new = 6
+      return t
+    end"""
+    assert keys(script) == "1,3,zeta,alpha,mid,-1,beta,new"
+
+
+def test_pairs_visits_a_constructors_named_fields_in_source_order() -> None:
+    assert keys("function T() return {z = 1, y = 2, x = 3, [10] = 1, w = {}} end") == "10,z,y,x,w"
+    assert keys("function T() local t = {b = 1, 'one', a = 2, 'two'} t.c = 3 return t end") == (
+        "1,2,b,a,c"
+    )
+
+
+def test_pairs_visits_a_maps_keys_in_the_order_a_loop_set_them() -> None:
+    script = """function T(o)
+      local by_type = {}
+      for _, c in ipairs(o.conditions) do by_type[c.type] = c end
+      return by_type
+    end"""
+    conditions = [{"type": t} for t in ("Ready", "Available", "Progressing", "Zeta", "Alpha")]
+    assert keys(script, {"conditions": conditions}) == "Ready,Available,Progressing,Zeta,Alpha"
+
+
+def test_pairs_visits_an_objects_keys_sorted_then_those_the_script_added() -> None:
+    # Upstream's order for a converted object is Go's randomised map order; ours is one of its
+    # orders, the same every time.
+    script = "function T(o) o.status.added = 1 o.status.another = 2 return o.status end"
+    status = {"y": 1, "conditions": [1], "x": 2, "b": {"c": 1}}
+    assert keys(script, {"status": status}) == "b,conditions,x,y,added,another"
+
+
+def test_next_steps_through_the_same_order() -> None:
+    script = """function F(o)
+      local t = {c = 1, a = 2, b = 3}
+      local out, k = {}, next(t)
+      while k ~= nil do out[#out + 1] = k; k = next(t, k) end
+      return {table.concat(out, ","), next({}) == nil, next(o.empty) == nil, (next(o.list))}
+    end"""
+    assert call(script, {"empty": {"x": None}, "list": [7, 8]}) == ["c,a,b", True, True, 1]
+
+
+def test_ordered_tables_behave_as_tables() -> None:
+    script = """function F(o)
+      local list = {}
+      for i, v in ipairs(o.items) do table.insert(list, v * 10) end
+      table.insert(list, 1, 5)
+      table.remove(list)
+      table.sort(list, function(a, b) return a > b end)
+      local same = o.spec == o.spec and type(o.spec) == "table"
+      return {list = list, n = #o.items, joined = table.concat(o.names, "-"), same = same,
+        first = unpack(o.items), copy = o.spec}
+    end"""
+    obj = {"items": [1, 2, 3], "names": ["a", "b"], "spec": {"k": {"v": [1, {}]}}}
+    assert call(script, obj) == {
+        "list": [20, 10, 5],
+        "n": 3,
+        "joined": "a-b",
+        "same": True,
+        "first": 1,
+        "copy": {"k": {"v": [1, []]}},
+    }
+
+
+def test_ipairs_takes_only_a_table_as_in_lua_51() -> None:
+    with pytest.raises(
+        ScriptError, match="bad argument #1 to 'ipairs' \\(table expected, got string"
+    ):
+        call("function F(o) for _ in ipairs(o.s) do end end", {"s": "text"})
+    with pytest.raises(ScriptError, match="bad argument #1 to 'pairs' \\(table expected, got nil"):
+        call("function F(o) for _ in pairs(o.missing) do end end", {})
