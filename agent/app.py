@@ -19,10 +19,16 @@ import signal
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
 
-from agent.connections import KubeconfigReloader, load_karmada_config, load_member_config
+from agent.connections import (
+    USER_AGENT,
+    KubeconfigReloader,
+    load_karmada_config,
+    load_member_config,
+)
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
 from agent.controllers.member_objects import MemberObjects
@@ -43,6 +49,9 @@ from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import RegistrationError, RegistrationResult, register
 from agent.serving import Serving
+
+if TYPE_CHECKING:
+    from agent.tunnel.tunnel import Tunnel
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -89,6 +98,7 @@ class Agent:
         self.offline: OfflineServing | None = None
         self._offline_events: EventRecorder | None = None
         self.lost_leadership = False
+        self.tunnel: Tunnel | None = None
 
     # --- readiness ---------------------------------------------------------------------------
 
@@ -153,6 +163,13 @@ class Agent:
             self.reloader = KubeconfigReloader(self.options, self.karmada.transport)
             await self.reloader.start()
 
+        if self.options.tunnel_enabled:
+            try:
+                self.tunnel = self._build_tunnel(member_config)
+            except ConfigError as exc:
+                self.log.error("configuration error", error=str(exc))
+                return EXIT_FAILURE
+
         self.serving = Serving(
             health_address=self.options.health_probe_bind,
             metrics_address=self.options.metrics_bind,
@@ -173,6 +190,8 @@ class Agent:
             return EXIT_OK if self.stop_event.is_set() else EXIT_FAILURE
         if not registered:
             return EXIT_FAILURE
+        if self.tunnel is not None:
+            await self.tunnel.start()
 
         ctx, shared = self._context()
         if self.options.leader_elect:
@@ -213,7 +232,11 @@ class Agent:
         while True:
             try:
                 self.registration = await register(
-                    self.karmada, self.member, self.options, member_config=member_config
+                    self.karmada,
+                    self.member,
+                    self.options,
+                    member_config=member_config,
+                    tunnel=self.tunnel,
                 )
             except RegistrationError as exc:
                 if not exc.retriable:
@@ -401,9 +424,31 @@ class Agent:
             self.log.info("stopping controllers")
             await manager.stop()
 
+    def _build_tunnel(self, member_config: ClientConfig) -> Tunnel:
+        """Imported only when the tunnel is on: the default agent does not load it."""
+        from agent.tunnel.metrics import TunnelMetrics
+        from agent.tunnel.tunnel import build_tunnel
+
+        assert self.karmada is not None
+        assert self.member is not None
+        transport = self.karmada.transport
+        return build_tunnel(
+            self.options,
+            agent_id=self.identity,
+            member=self.member,
+            member_config=member_config,
+            credentials=lambda: transport.config,
+            metrics=TunnelMetrics(self.registry),
+            backoff=Backoff(initial=RECONNECT_INITIAL, cap=RECONNECT_CAP),
+            reachability=transport.reachability,
+            user_agent=USER_AGENT,
+        )
+
     # --- cleanup -------------------------------------------------------------------------------
 
     async def _close(self) -> None:
+        if self.tunnel is not None:
+            await self.tunnel.stop()
         if self.reloader is not None:
             await self.reloader.stop()
         if self.events is not None:

@@ -196,6 +196,12 @@ def resolve_feature_gates(overrides: Mapping[str, bool]) -> dict[str, bool]:
 
 
 REPORT_SECRET_KINDS = ("KubeCredentials", "KubeImpersonator")
+# The CONNECT frontend of deploy/control-plane/tunnel-server, as the aggregated apiserver reaches it.
+DEFAULT_TUNNEL_PROXY_URL = "http://karmada-tunnel-connect.karmada-system.svc:8090"
+# RFC 6761 reserves .invalid never to resolve: the route name is only reachable through the tunnel.
+DEFAULT_TUNNEL_DOMAIN = "karmada-tunnel.invalid"
+# The stock proxy-server answers pings more frequent than this with GOAWAY (too_many_pings).
+MIN_TUNNEL_KEEPALIVE = timedelta(seconds=30)
 LOG_FORMATS = ("auto", "json", "console")
 # Where the leader-election Lease lives: the member cluster (default: local to the replicas and
 # reachable while the control plane is not) or the Karmada control plane (upstream's place).
@@ -288,6 +294,15 @@ class Options:
     health_probe_bind_address: str = ":10357"
     enable_pprof: bool = False
     profiling_bind_address: str = ":6060"
+    # The tunnel (ours, off by default): the control plane reaches this cluster through the
+    # agent's own connection to a konnectivity proxy-server (agent.tunnel).
+    tunnel_server_address: str = ""
+    tunnel_server_name: str = ""
+    tunnel_server_ca_file: str = ""
+    tunnel_token_file: str = ""
+    tunnel_proxy_url: str = DEFAULT_TUNNEL_PROXY_URL
+    tunnel_domain: str = DEFAULT_TUNNEL_DOMAIN
+    tunnel_keepalive_time: timedelta = timedelta(seconds=40)
     # Logging.
     verbosity: int = 0
     log_format: LogFormat = "auto"
@@ -328,6 +343,10 @@ class Options:
     @property
     def cluster_lease_renew_interval(self) -> timedelta:
         return self.cluster_lease_duration * self.cluster_lease_renew_interval_fraction
+
+    @property
+    def tunnel_enabled(self) -> bool:
+        return bool(self.tunnel_server_address)
 
     @property
     def metrics_bind(self) -> BindAddress | None:
@@ -425,6 +444,8 @@ def validate(options: Options) -> list[str]:
         elif problem := _label_value_problem(zone):
             check("cluster-zones", f"zone {zone!r} {problem}")
     check("report-secrets", _report_secrets_problem(o.report_secrets))
+    if o.tunnel_enabled:
+        problems.extend(_tunnel_problems(o))
 
     for flag, qps in (("kube-api-qps", o.kube_api_qps), ("cluster-api-qps", o.cluster_api_qps)):
         check(flag, None if qps > 0 else "must be greater than 0")
@@ -493,6 +514,56 @@ def validate(options: Options) -> list[str]:
     check(
         "feature-gates", f"unrecognized feature gate: {unknown_gates[0]}" if unknown_gates else None
     )
+    return problems
+
+
+def _host_port_problem(value: str) -> str | None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        return f"{value!r} is not host:port"
+    return None
+
+
+def _tunnel_problems(o: Options) -> list[str]:
+    problems: list[str] = []
+
+    def check(flag: str, problem: str | None) -> None:
+        if problem:
+            problems.append(f"--{flag}: {problem}")
+
+    check("tunnel-server-address", _host_port_problem(o.tunnel_server_address))
+    for flag, value in (
+        ("cluster-api-endpoint", o.cluster_api_endpoint),
+        ("proxy-server-address", o.proxy_server_address),
+    ):
+        if value:
+            check(flag, "cannot be combined with --tunnel-server-address (the tunnel sets it)")
+    if not o.report_kube_impersonator:
+        check(
+            "report-secrets",
+            "must include KubeImpersonator with --tunnel-server-address (the control plane's "
+            "cluster proxy authenticates to the member with it)",
+        )
+    proxy_problem = _url_problem(
+        o.tunnel_proxy_url, ("http",), "http://karmada-tunnel-connect.karmada-system.svc:8090"
+    )
+    check(
+        "tunnel-proxy-url",
+        proxy_problem
+        and proxy_problem
+        + " (karmada-aggregated-apiserver uses one TLS "
+        "configuration for the proxy and the member, so only a plain http CONNECT proxy works)",
+    )
+    domain_labels = o.tunnel_domain.split(".")
+    bad_label = next((x for x in domain_labels if _dns1123_label_problem(x)), None)
+    if bad_label is not None or len(o.cluster_name) + 1 + len(o.tunnel_domain) > 253:
+        check("tunnel-domain", f"{o.tunnel_domain!r} is not a DNS domain (lower-case labels)")
+    if o.tunnel_keepalive_time < MIN_TUNNEL_KEEPALIVE:
+        check(
+            "tunnel-keepalive-time",
+            f"must be at least {format_duration(MIN_TUNNEL_KEEPALIVE)} (the proxy-server "
+            "closes connections that ping more often)",
+        )
     return problems
 
 
@@ -725,6 +796,7 @@ _STATUS = "Cluster status and heartbeat"
 _CONTROLLERS = "Controllers and work queues"
 _LEADER = "Leader election (a Lease on the member cluster, or on the Karmada control plane)"
 _ROTATION = "Certificate rotation"
+_TUNNEL = "Tunnel (the control plane reaches this cluster through the agent's connection)"
 _SERVING = "Serving"
 _LOGGING = "Logging"
 
@@ -845,6 +917,28 @@ FLAGS: tuple[_Flag, ...] = (
           "value."),
     _Flag("karmada-kubeconfig-namespace", "str", _ROTATION,
           "Member namespace of the Secret karmada-kubeconfig that certRotation updates."),
+    _Flag("tunnel-server-address", "str", _TUNNEL,
+          "host:port of a konnectivity proxy-server's agent endpoint. When set, the agent keeps "
+          "a tunnel to it, and registers the Cluster so that the control plane (cluster proxy, "
+          "logs, search, metrics) reaches this member through it. Not an upstream flag."),
+    _Flag("tunnel-server-name", "str", _TUNNEL,
+          "Name to verify in the proxy-server's certificate (default: the host of "
+          "--tunnel-server-address). Not an upstream flag."),
+    _Flag("tunnel-server-ca-file", "str", _TUNNEL,
+          "CA file to verify the proxy-server with (default: the CA of the Karmada kubeconfig). "
+          "Not an upstream flag."),
+    _Flag("tunnel-token-file", "str", _TUNNEL,
+          "Service-account token file sent to the proxy-server, for its token authentication; "
+          "re-read at every connection. Without it the agent's Karmada client certificate "
+          "authenticates it (mTLS). Not an upstream flag."),
+    _Flag("tunnel-proxy-url", "str", _TUNNEL,
+          "The proxy-server's HTTP CONNECT address as the control plane reaches it; written to "
+          "the Cluster's spec.proxyURL. Not an upstream flag."),
+    _Flag("tunnel-domain", "str", _TUNNEL,
+          "Domain of the cluster's route name <cluster-name>.<domain>, written to the "
+          "Cluster's spec.apiEndpoint; never resolved. Not an upstream flag."),
+    _Flag("tunnel-keepalive-time", "duration", _TUNNEL,
+          "Idle time after which the tunnel pings the proxy-server. Not an upstream flag."),
     _Flag("metrics-bind-address", "str", _SERVING,
           "Address for Prometheus metrics (host:port or :port); 0 disables."),
     _Flag("health-probe-bind-address", "str", _SERVING,

@@ -9,6 +9,11 @@
 4. On the control plane: the --cluster-namespace Namespace, the reported Secrets, the Cluster
    (syncMode Pull), then a controller ownerReference from each Secret to the Cluster.
 
+With the tunnel (--tunnel-server-address), the Cluster's apiEndpoint and proxyURL are the tunnel's
+route and the proxy-server's CONNECT address, and the Cluster Secret `<cluster>` carries the
+tunnel CA as its caBundle (with the member token when KubeCredentials is reported), so the control
+plane verifies the route's TLS against it; spec.secretRef names that Secret in either case.
+
 Secret data and tokens are copied between the two API servers as the opaque base64 strings the
 API returns; they are never decoded and never logged.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import (
@@ -51,6 +56,7 @@ from agent.kube.resources import (
 from agent.logs import get_logger
 from agent.options import Options
 from agent.resources import CLUSTERS
+from agent.tunnel.route import TunnelPublication
 
 log = get_logger(__name__)
 
@@ -91,6 +97,13 @@ class MemberCredentials:
             f"token={'set' if self.token else None}, "
             f"impersonator_token={'set' if self.impersonator_token else None})"
         )
+
+
+class TunnelPublisher(Protocol):
+    """What the tunnel publishes at registration (agent.tunnel); member-side KubeError when its
+    CA cannot be read or created."""
+
+    async def publication(self) -> TunnelPublication: ...
 
 
 @dataclass(frozen=True)
@@ -333,21 +346,27 @@ def desired_cluster_spec(
     *,
     member_proxy_url: str | None = None,
     insecure_skip_tls_verification: bool = False,
+    tunnel: TunnelPublication | None = None,
 ) -> JsonDict:
     """The Cluster spec fields this agent owns (upstream generateClusterInControllerPlane)."""
     spec: JsonDict = {"syncMode": "Pull", "id": cluster_id}
-    if options.cluster_api_endpoint:
-        spec["apiEndpoint"] = options.cluster_api_endpoint
-    proxy = member_proxy_url or options.proxy_server_address
-    if proxy:
-        spec["proxyURL"] = proxy
+    if tunnel is not None:
+        spec["apiEndpoint"] = tunnel.api_endpoint
+        spec["proxyURL"] = tunnel.proxy_url
+        insecure_skip_tls_verification = False  # the route's TLS is verified against caBundle
+    else:
+        if options.cluster_api_endpoint:
+            spec["apiEndpoint"] = options.cluster_api_endpoint
+        proxy = member_proxy_url or options.proxy_server_address
+        if proxy:
+            spec["proxyURL"] = proxy
     if options.cluster_provider:
         spec["provider"] = options.cluster_provider
     if options.cluster_region:
         spec["region"] = options.cluster_region
     if options.cluster_zones:
         spec["zones"] = list(options.cluster_zones)
-    if options.report_kube_credentials:
+    if options.report_kube_credentials or tunnel is not None:
         spec["secretRef"] = {
             "namespace": options.cluster_namespace,
             "name": options.cluster_name,
@@ -449,6 +468,7 @@ async def register_in_control_plane(
     credentials: MemberCredentials,
     *,
     hint: str = "--karmada-kubeconfig",
+    tunnel: TunnelPublication | None = None,
 ) -> JsonDict:
     cluster, namespace = options.cluster_name, options.cluster_namespace
     step = f"creating namespace {namespace} on the Karmada control plane"
@@ -464,11 +484,15 @@ async def register_in_control_plane(
                 {"token": credentials.impersonator_token},
             )
             reported.append(impersonator_secret_name(cluster))
+        data: dict[str, str] = {}
         if options.report_kube_credentials and credentials.token:
-            step = f"reporting Secret {namespace}/{cluster}"
-            data = {"token": credentials.token}
+            data["token"] = credentials.token
             if credentials.ca_bundle:
                 data["caBundle"] = credentials.ca_bundle
+        if tunnel is not None:
+            data["caBundle"] = tunnel.ca_bundle  # the control plane verifies the route with it
+        if data:
+            step = f"reporting Secret {namespace}/{cluster}"
             await _ensure_secret(karmada, namespace, cluster, data)
             reported.append(cluster)
         step = f"creating or updating Cluster {cluster}"
@@ -489,6 +513,7 @@ async def register(
     member_config: ClientConfig | None = None,
     token_timeout: float = TOKEN_WAIT_TIMEOUT,
     token_poll_interval: float = TOKEN_POLL_INTERVAL,
+    tunnel: TunnelPublisher | None = None,
 ) -> RegistrationResult:
     """The whole start-up registration; raises RegistrationError with what to check."""
     member_hint = f"--kubeconfig ({member_config.source})" if member_config else "--kubeconfig"
@@ -511,13 +536,24 @@ async def register(
         credentials = await obtain_member_credentials(
             member, options, timeout=token_timeout, poll_interval=token_poll_interval
         )
+    publication: TunnelPublication | None = None
+    if tunnel is not None:
+        try:
+            publication = await tunnel.publication()
+        except KubeError as exc:
+            raise _explain(
+                exc, side="member", action="loading the tunnel CA", hint=member_hint
+            ) from exc
     desired = desired_cluster_spec(
         options,
         cluster_id,
         member_proxy_url=member_config.proxy_url if member_config else None,
         insecure_skip_tls_verification=bool(member_config and not member_config.verify),
+        tunnel=publication,
     )
-    cluster = await register_in_control_plane(karmada, options, desired, credentials)
+    cluster = await register_in_control_plane(
+        karmada, options, desired, credentials, tunnel=publication
+    )
     log.info("registered cluster %s (id %s)", options.cluster_name, cluster_id)
     return RegistrationResult(cluster=cluster, cluster_id=cluster_id)
 
@@ -526,6 +562,7 @@ __all__ = [
     "MemberCredentials",
     "RegistrationError",
     "RegistrationResult",
+    "TunnelPublisher",
     "check_unique",
     "desired_cluster_spec",
     "ensure_cluster",

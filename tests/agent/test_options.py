@@ -74,6 +74,13 @@ OUR_FLAGS = {
     "leader-elect-lease-cluster": "member",
     "work-deletion-grace-period": "10m0s",
     "work-deletion-hold-threshold": 0.5,
+    "tunnel-server-address": "",
+    "tunnel-server-name": "",
+    "tunnel-server-ca-file": "",
+    "tunnel-token-file": "",
+    "tunnel-proxy-url": "http://karmada-tunnel-connect.karmada-system.svc:8090",
+    "tunnel-domain": "karmada-tunnel.invalid",
+    "tunnel-keepalive-time": "40s",
 }
 
 UPSTREAM_GATE_DEFAULTS = {

@@ -1,0 +1,145 @@
+"""One relayed connection: the control plane's TLS session for the route, ended here, carried
+on to the member API server over a TLS connection of its own.
+
+Bytes from the proxy-server (DATA packets) queue up to `QUEUE_PACKETS`; a full queue makes the
+session stop reading its stream, so HTTP/2 flow control slows the proxy-server and, behind it,
+the control plane's client (the konnectivity agent blocks the same way). Towards the control
+plane, the next member read waits until the previous DATA packet was taken by the stream. When
+either side ends, the other is closed, the control plane gets our close_notify, and CLOSE_RSP
+tells the proxy-server the connection is gone (as the konnectivity agent does on both ends).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Awaitable, Callable
+
+from agent.logs import get_logger
+from agent.tunnel import packets
+from agent.tunnel.member import MemberDialError, MemberEndpoint
+from agent.tunnel.packets import Packet
+from agent.tunnel.terminator import TlsClosed, TlsTerminator
+
+# DATA packets waiting for the member (the konnectivity agent's --xfr-channel-size is 150).
+QUEUE_PACKETS = 150
+# The proxy-server reads 32 KiB at a time; DATA packets towards it are no larger.
+PACKET_BYTES = 32 * 1024
+# TLS records are at most 16 KiB of plaintext: one member read fills one record.
+MEMBER_READ = 16 * 1024
+
+log = get_logger("karmada-agent.tunnel")
+
+Send = Callable[[Packet], Awaitable[None]]
+
+
+class Relay:
+    def __init__(
+        self,
+        connect_id: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        member: MemberEndpoint,
+        server_context: ssl.SSLContext,
+        send: Send,
+    ) -> None:
+        self.connect_id = connect_id
+        self._reader = reader
+        self._writer = writer
+        self._member = member
+        self._tls = TlsTerminator(server_context)
+        self._send = send
+        self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_PACKETS)
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    async def deliver(self, data: bytes) -> None:
+        """Bytes from the proxy-server; waits while the queue is full (backpressure)."""
+        await self._incoming.put(data)
+
+    def end_of_input(self) -> None:
+        """The proxy-server closed its side (CLOSE_REQ); what is queued still goes out."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self._incoming.put_nowait(None)
+
+    async def run(self) -> None:
+        """Relay until either side ends; then close both and send CLOSE_RSP."""
+        error = ""
+        try:
+            if await self._handshake():
+                await self._member.secure(self._writer, self._tls.alpn_protocol or "http/1.1")
+                await self._pump()
+        except MemberDialError as exc:
+            error = str(exc)
+            log.warning("tunnel connection failed", connect_id=self.connect_id, error=error)
+        except ssl.SSLError as exc:
+            error = f"TLS with the control plane failed: {exc.reason or exc}"
+            log.info("tunnel connection refused at TLS", connect_id=self.connect_id, error=error)
+        except (ConnectionError, OSError) as exc:
+            error = str(exc)
+        finally:
+            self._writer.transport.abort()
+            with contextlib.suppress(Exception):
+                await self._send(packets.close_response(self.connect_id, error))
+
+    async def _flush(self) -> None:
+        out = self._tls.outgoing()
+        for start in range(0, len(out), PACKET_BYTES):
+            chunk = out[start : start + PACKET_BYTES]
+            self.bytes_out += len(chunk)
+            await self._send(packets.data(self.connect_id, chunk))
+
+    async def _handshake(self) -> bool:
+        while not self._tls.handshake():
+            await self._flush()
+            chunk = await self._incoming.get()
+            if chunk is None:
+                return False
+            self.bytes_in += len(chunk)
+            self._tls.feed(chunk)
+        await self._flush()
+        return True
+
+    async def _pump(self) -> None:
+        towards_member = asyncio.create_task(self._to_member())
+        towards_control_plane = asyncio.create_task(self._to_control_plane())
+        try:
+            await asyncio.wait(
+                {towards_member, towards_control_plane}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for task in (towards_member, towards_control_plane):
+                task.cancel()
+            for task in (towards_member, towards_control_plane):
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        # Surface a failure of either direction (the other was only cancelled).
+        for task in (towards_member, towards_control_plane):
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    async def _to_member(self) -> None:
+        while True:
+            chunk = await self._incoming.get()
+            if chunk is None:
+                return
+            self.bytes_in += len(chunk)
+            self._tls.feed(chunk)
+            try:
+                plaintext = self._tls.read()
+            except TlsClosed:
+                return
+            finally:
+                await self._flush()  # key updates, alerts
+            if plaintext:
+                self._writer.write(plaintext)
+                await self._writer.drain()
+
+    async def _to_control_plane(self) -> None:
+        while data := await self._reader.read(MEMBER_READ):
+            self._tls.write(data)
+            await self._flush()
+        self._tls.close()
+        await self._flush()

@@ -1,0 +1,143 @@
+"""A tunnel test bed: a member emulator, the agent's tunnel to a proxy-server (the test double or
+the stock binary), and a client that reaches the member as karmada-aggregated-apiserver does.
+
+The control-plane client is what upstream's cluster proxy does (karmada pkg/util/proxy): an HTTP
+CONNECT to spec.proxyURL for spec.apiEndpoint's host:port, TLS verified against the Cluster
+Secret's caBundle (nothing else trusted), the impersonator's bearer token, Impersonate-User.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import ssl
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client import CollectorRegistry
+
+from agent.kube.backoff import Backoff
+from agent.kube.client import KubeClient
+from agent.kube.config import ClientConfig, load_kubeconfig
+from agent.kube.transport import Transport
+from agent.options import Options, parse_options
+from agent.tunnel.metrics import TunnelMetrics
+from agent.tunnel.route import TunnelPublication
+from agent.tunnel.tunnel import Tunnel, build_tunnel
+from emulator.emulator import Emulator
+
+AGENT_USER = "system:karmada:agent:{cluster}"
+AGENT_GROUPS = ("system:karmada:agents",)
+
+
+def tunnel_options(cluster: str, server_address: str, proxy_url: str, *extra: str) -> Options:
+    return parse_options(
+        [
+            f"--cluster-name={cluster}",
+            f"--tunnel-server-address={server_address}",
+            f"--tunnel-proxy-url={proxy_url}",
+            *extra,
+        ]
+    )
+
+
+@dataclass
+class AgentTunnel:
+    """One cluster's tunnel, as the agent runs it, plus what registration publishes."""
+
+    tunnel: Tunnel
+    publication: TunnelPublication
+    member: KubeClient
+    registry: CollectorRegistry
+    options: Options
+
+    def metric(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+
+@contextlib.asynccontextmanager
+async def agent_tunnel(
+    *,
+    cluster: str,
+    member_emulator: Emulator,
+    karmada_ca_pem: bytes,
+    client_cert: tuple[bytes, bytes],
+    server_address: str,
+    proxy_url: str,
+    server_ca_pem: bytes,
+    backoff: Backoff | None = None,
+    extra: tuple[str, ...] = (),
+    start: bool = True,
+) -> AsyncIterator[AgentTunnel]:
+    """The agent's side: a member client (admin kubeconfig), control-plane credentials with the
+    agent's client certificate, the tunnel built from command-line options and started."""
+    with tempfile.TemporaryDirectory(prefix="tunnel-test-") as tmp:
+        ca_file = Path(tmp, "proxy-server-ca.crt")
+        await asyncio.to_thread(ca_file.write_bytes, server_ca_pem)
+        options = tunnel_options(
+            cluster,
+            server_address,
+            proxy_url,
+            f"--tunnel-server-ca-file={ca_file}",
+            "--tunnel-server-name=localhost",
+            *extra,
+        )
+        member_config = await load_kubeconfig(
+            str(member_emulator.write_kubeconfig(Path(tmp, "member.kubeconfig")))
+        )
+        member = KubeClient(Transport(member_config))
+        karmada_credentials = ClientConfig(
+            host="https://karmada.invalid",
+            ca_pem=karmada_ca_pem,
+            client_cert_pem=client_cert[0],
+            client_key_pem=client_cert[1],
+        )
+        registry = CollectorRegistry()
+        tunnel = build_tunnel(
+            options,
+            agent_id=f"{cluster}-test",
+            member=member,
+            member_config=member_config,
+            credentials=lambda: karmada_credentials,
+            metrics=TunnelMetrics(registry),
+            backoff=backoff or Backoff(initial=0.2, cap=1.0),
+        )
+        publication = await tunnel.publication()
+        if start:
+            await tunnel.start()
+        try:
+            yield AgentTunnel(tunnel, publication, member, registry, options)
+        finally:
+            await tunnel.stop()
+            await member.close()
+
+
+def control_plane_client(
+    publication: TunnelPublication,
+    *,
+    token: str,
+    impersonate: str | None = None,
+    proxy_url: str | None = None,
+    http2: bool = False,
+    **kwargs: Any,
+) -> httpx.AsyncClient:
+    """A client that reaches the member as karmada-aggregated-apiserver's cluster proxy does."""
+    context = ssl.create_default_context(cadata=base64.b64decode(publication.ca_bundle).decode())
+    headers = {"Authorization": f"Bearer {token}"}
+    if impersonate:
+        headers["Impersonate-User"] = impersonate
+    return httpx.AsyncClient(
+        base_url=publication.api_endpoint,
+        proxy=proxy_url or publication.proxy_url,
+        verify=context,
+        headers=headers,
+        http2=http2,
+        trust_env=False,
+        timeout=15.0,
+        **kwargs,
+    )
