@@ -122,11 +122,8 @@ class Relay:
 
     async def _to_member(self) -> None:
         while True:
-            chunk = await self._incoming.get()
-            if chunk is None:
-                return
-            self.bytes_in += len(chunk)
-            self._tls.feed(chunk)
+            # First what is buffered already: the request often arrives in the same packet as
+            # the client's last handshake message.
             try:
                 plaintext = self._tls.read()
             except TlsClosed:
@@ -136,6 +133,11 @@ class Relay:
             if plaintext:
                 self._writer.write(plaintext)
                 await self._writer.drain()
+            chunk = await self._incoming.get()
+            if chunk is None:
+                return
+            self.bytes_in += len(chunk)
+            self._tls.feed(chunk)
 
     async def _to_control_plane(self) -> None:
         while data := await self._reader.read(MEMBER_READ):

@@ -88,13 +88,24 @@ class ProxyServerDouble:
 
     # --- lifecycle -------------------------------------------------------------------------
 
-    async def start(self, agent_port: int = 0) -> ProxyServerDouble:
+    async def start(self, agent_port: int = 0, connect_port: int = 0) -> ProxyServerDouble:
         await self.agents.start(port=agent_port)
         if self.uds_path:
             self._frontend = await asyncio.start_unix_server(self._serve_client, self.uds_path)
         else:
-            self._frontend = await asyncio.start_server(self._serve_client, "127.0.0.1", 0)
+            self._frontend = await asyncio.start_server(
+                self._serve_client, "127.0.0.1", connect_port, reuse_address=True
+            )
         return self
+
+    async def restart(self) -> None:
+        """Stop (GOAWAY to the agents, every tunnelled connection cut) and serve again on the
+        same ports, as a restarted proxy-server behind its Service."""
+        agent_port = self.agents.port
+        connect_port = 0 if self.uds_path else self.connect_port
+        await self.stop()
+        self.backends.clear()
+        await self.start(agent_port, connect_port)
 
     async def stop(self) -> None:
         if self._frontend is not None:
@@ -102,6 +113,24 @@ class ProxyServerDouble:
         for task in list(self._frontend_tasks):
             task.cancel()
         await self.agents.stop()
+        if self._frontend is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._frontend.wait_closed(), 2.0)
+
+    async def dial(self, host: str, address: str) -> Pkt:
+        """Send DIAL_REQ{tcp, address} to the agent registered for `host`, whatever the
+        address (a test hook: the stock server would route by the address's own host), and
+        return its answer."""
+        backend = self._backend_for(host)
+        if backend is None:
+            raise LookupError(f"no agent for {host}")
+        random = secrets.randbits(63)
+        answer: asyncio.Future[Pkt] = asyncio.get_running_loop().create_future()
+        self.pending[random] = (backend, answer)
+        await backend.call.send(
+            pkt(packets.DIAL_REQ, protocol="tcp", address=address, random=random)
+        )
+        return await answer
 
     async def __aenter__(self) -> ProxyServerDouble:
         return await self.start()

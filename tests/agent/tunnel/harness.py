@@ -11,14 +11,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import json
 import ssl
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.kube.backoff import Backoff
@@ -29,7 +31,11 @@ from agent.options import Options, parse_options
 from agent.tunnel.metrics import TunnelMetrics
 from agent.tunnel.route import TunnelPublication
 from agent.tunnel.tunnel import Tunnel, build_tunnel
+from emulator import upstream
 from emulator.emulator import Emulator
+from emulator.konnectivity import ProxyServerDouble
+from emulator.konnectivity.stock import StockProxyServer
+from emulator.pki import CertificateAuthority
 
 AGENT_USER = "system:karmada:agent:{cluster}"
 AGENT_GROUPS = ("system:karmada:agents",)
@@ -141,3 +147,142 @@ def control_plane_client(
         timeout=15.0,
         **kwargs,
     )
+
+
+@dataclass
+class Hub:
+    """A proxy-server (the double or the stock binary), as the tests drive it."""
+
+    kind: str
+    agent_address: str
+    connect_url: str
+    server_ca: CertificateAuthority
+    restart: Callable[[], Awaitable[None]]
+    log: Callable[[], str]
+
+
+HUB_KINDS = [
+    "double",
+    pytest.param(
+        "stock",
+        marks=pytest.mark.skipif(
+            upstream.binary("proxy-server") is None,
+            reason=upstream.missing_reason("proxy-server"),
+        ),
+    ),
+]
+
+
+@contextlib.asynccontextmanager
+async def open_hub(
+    kind: str,
+    *,
+    cluster_ca_pem: bytes,
+    server_count: int = 1,
+    server_id: str = "",
+    server_ca: CertificateAuthority | None = None,
+) -> AsyncIterator[Hub]:
+    server_ca = server_ca or CertificateAuthority.generate("konnectivity-ca")
+    if kind == "double":
+        double = ProxyServerDouble(
+            server_ca,
+            cluster_ca_pem=cluster_ca_pem,
+            server_count=server_count,
+            server_id=server_id or None,
+        )
+        await double.start()
+        try:
+            yield Hub(
+                kind,
+                double.agent_address,
+                double.connect_url,
+                server_ca,
+                double.restart,
+                lambda: f"dials: {double.dials}",
+            )
+        finally:
+            await double.stop()
+        return
+    with tempfile.TemporaryDirectory(prefix="proxy-server-") as tmp:
+        stock = StockProxyServer(
+            server_ca,
+            cluster_ca_pem=cluster_ca_pem,
+            server_count=server_count,
+            server_id=server_id,
+            workdir=Path(tmp),
+        )
+        async with stock:
+            yield Hub(
+                kind, stock.agent_address, stock.connect_url, server_ca, stock.restart, stock.log
+            )
+
+
+class RoundRobin:
+    """One address in front of several proxy-server instances, each new connection to the next
+    (a Service's load balancing, made deterministic)."""
+
+    def __init__(self, upstreams: list[str]) -> None:
+        self.upstreams = upstreams
+        self._next = 0
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> RoundRobin:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        return self
+
+    @property
+    def address(self) -> str:
+        assert self._server is not None
+        return f"127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        host, _, port = self.upstreams[self._next % len(self.upstreams)].rpartition(":")
+        self._next += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+
+def member_kubeconfig(
+    path: Path, publication: TunnelPublication, *, token: str, impersonate: str | None = None
+) -> Path:
+    """A kubeconfig that reaches the member as the control plane does: the route, the proxy,
+    the tunnel CA (for kubectl)."""
+    user: dict[str, Any] = {"token": token}
+    if impersonate:
+        user["as"] = impersonate
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {
+                "name": "tunnel",
+                "cluster": {
+                    "server": publication.api_endpoint,
+                    "proxy-url": publication.proxy_url,
+                    "certificate-authority-data": publication.ca_bundle,
+                },
+            }
+        ],
+        "users": [{"name": "u", "user": user}],
+        "contexts": [{"name": "c", "context": {"cluster": "tunnel", "user": "u"}}],
+        "current-context": "c",
+    }
+    path.write_text(json.dumps(config))
+    path.chmod(0o600)
+    return path

@@ -1,0 +1,244 @@
+"""The tunnel end to end: the agent's side, a proxy-server (the double, and the STOCK binary from
+$KARMADA_UPSTREAM_BIN, skipped with the reason when absent), member emulators, and a control-plane
+client that does what karmada-aggregated-apiserver's cluster proxy does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+
+from emulator.emulator import Emulator, run_emulator
+from tests import polling
+from tests.agent.tunnel.harness import (
+    AGENT_GROUPS,
+    HUB_KINDS,
+    AgentTunnel,
+    Hub,
+    RoundRobin,
+    agent_tunnel,
+    control_plane_client,
+    member_kubeconfig,
+    open_hub,
+)
+from tests.e2e.support import kubectl
+
+
+@pytest_asyncio.fixture
+async def karmada() -> AsyncIterator[Emulator]:
+    async with run_emulator("karmada", name="karmada") as emu:
+        yield emu
+
+
+@pytest_asyncio.fixture(params=HUB_KINDS)
+async def hub(request: pytest.FixtureRequest, karmada: Emulator) -> AsyncIterator[Hub]:
+    async with open_hub(request.param, cluster_ca_pem=karmada.ca_pem) as opened:
+        yield opened
+
+
+def tunnel_for(
+    cluster: str, member: Emulator, karmada: Emulator, hub: Hub, **kwargs: object
+) -> object:
+    return agent_tunnel(
+        cluster=cluster,
+        member_emulator=member,
+        karmada_ca_pem=karmada.ca_pem,
+        client_cert=karmada.issue_client_cert(f"system:karmada:agent:{cluster}", AGENT_GROUPS),
+        server_address=hub.agent_address,
+        proxy_url=hub.connect_url,
+        server_ca_pem=hub.server_ca.cert_pem,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+async def connected(bed: AgentTunnel, timeout: float = 15.0) -> None:
+    await asyncio.wait_for(bed.tunnel.connected.wait(), timeout)
+
+
+async def kube_system_uid(bed: AgentTunnel, member: Emulator) -> str:
+    async with control_plane_client(bed.publication, token=member.admin_token) as client:
+        response = await client.get("/api/v1/namespaces/kube-system")
+    assert response.status_code == 200, response.text
+    return str(response.json()["metadata"]["uid"])
+
+
+async def test_control_plane_lists_the_members_namespaces(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        async with control_plane_client(bed.publication, token=member_emulator.admin_token) as c:
+            response = await c.get("/api/v1/namespaces")
+        assert response.status_code == 200, response.text + hub.log()
+        assert "kube-system" in {i["metadata"]["name"] for i in response.json()["items"]}
+        # HTTP/2 end to end as well (the aggregated apiserver offers h2 for plain requests).
+        async with control_plane_client(
+            bed.publication, token=member_emulator.admin_token, http2=True
+        ) as c:
+            response = await c.get("/api/v1/namespaces/default")
+        assert response.status_code == 200
+        assert response.http_version == "HTTP/2"
+
+
+async def test_two_clusters_on_one_address_each_answer_for_themselves(
+    hub: Hub, karmada: Emulator
+) -> None:
+    """Both members listen on 127.0.0.1 (one private address); routes are per cluster."""
+    async with (
+        run_emulator("member", name="edge-a") as member_a,
+        run_emulator("member", name="edge-b") as member_b,
+        tunnel_for("edge-a", member_a, karmada, hub) as bed_a,  # type: ignore[attr-defined]
+        tunnel_for("edge-b", member_b, karmada, hub) as bed_b,  # type: ignore[attr-defined]
+    ):
+        assert member_a.url.split(":")[1] == member_b.url.split(":")[1] == "//127.0.0.1"
+        await connected(bed_a)
+        await connected(bed_b)
+        expected_a = (await member_a.client().get("/api/v1/namespaces/kube-system")).json()
+        expected_b = (await member_b.client().get("/api/v1/namespaces/kube-system")).json()
+        assert expected_a["metadata"]["uid"] != expected_b["metadata"]["uid"]
+        assert await kube_system_uid(bed_a, member_a) == expected_a["metadata"]["uid"]
+        assert await kube_system_uid(bed_b, member_b) == expected_b["metadata"]["uid"]
+        # Cluster A's CA does not vouch for B's route: a mixed-up route fails TLS.
+        crossed = bed_a.publication.__class__(
+            api_endpoint=bed_b.publication.api_endpoint,
+            proxy_url=bed_a.publication.proxy_url,
+            ca_bundle=bed_a.publication.ca_bundle,
+        )
+        async with control_plane_client(crossed, token=member_b.admin_token) as client:
+            with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"):
+                await client.get("/api/v1/namespaces")
+
+
+async def test_a_dial_for_any_other_address_is_refused(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        # The route's host with another port: destHost routes it to this agent, which refuses.
+        for port in (6443, 22):
+            other = bed.publication.api_endpoint.replace(":443", f":{port}")
+            async with control_plane_client(
+                bed.publication.__class__(
+                    other, bed.publication.proxy_url, bed.publication.ca_bundle
+                ),
+                token=member_emulator.admin_token,
+            ) as client:
+                with pytest.raises(Exception, match="502"):
+                    await client.get("/api/v1/namespaces")
+        assert bed.metric("karmada_agent_tunnel_refused_dials_total") == 2
+        assert bed.tunnel.policy.refused == 2
+
+
+async def test_identity_forbidden_on_the_member_stays_forbidden(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        async with control_plane_client(
+            bed.publication, token=member_emulator.admin_token, impersonate="alice"
+        ) as client:
+            response = await client.get("/api/v1/namespaces")
+        assert response.status_code == 403, response.text
+        status = response.json()
+        assert status["reason"] == "Forbidden"
+        assert 'User "alice" cannot list resource "namespaces"' in status["message"]
+        async with control_plane_client(bed.publication, token="not-a-token") as client:
+            assert (await client.get("/api/v1/namespaces")).status_code == 401
+
+
+async def test_fifty_concurrent_kubectl_get_and_a_watch(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        config = member_kubeconfig(
+            tmp_path / "tunnel.kubeconfig", bed.publication, token=member_emulator.admin_token
+        )
+        async with control_plane_client(
+            bed.publication, token=member_emulator.admin_token
+        ) as client:
+            listed = await client.get("/api/v1/namespaces")
+            version = listed.json()["metadata"]["resourceVersion"]
+            async with client.stream(
+                "GET",
+                "/api/v1/namespaces",
+                params={"watch": "1", "resourceVersion": version, "timeoutSeconds": "30"},
+            ) as watch:
+                outputs = await asyncio.gather(
+                    *(kubectl(config, "get", "namespaces", "-o", "name") for _ in range(50))
+                )
+                assert all("namespace/kube-system" in out for out in outputs)
+                await kubectl(config, "create", "namespace", "through-the-tunnel")
+                async for line in watch.aiter_lines():
+                    if '"through-the-tunnel"' in line and '"ADDED"' in line:
+                        break
+        names = await kubectl(config, "get", "namespaces", "-o", "name")
+        assert "namespace/through-the-tunnel" in names
+
+
+async def test_tunnel_survives_a_proxy_server_restart(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        await hub.restart()
+        recovered = time.monotonic()
+        await polling.eventually(
+            lambda: (
+                bed.tunnel.connected.is_set()
+                and bed.metric("karmada_agent_tunnel_connects_total", result="success") >= 2
+            ),
+            timeout=15,
+            what="the tunnel reconnected",
+        )
+        # Backoff(initial=0.2, cap=1.0) in the harness: one slot is at most 1.5 s.
+        assert time.monotonic() - recovered < 1.5 + 1.0
+        await polling.eventually(
+            lambda: kube_system_uid(bed, member_emulator),
+            timeout=10,
+            retry_on=(Exception,),
+            what="a request through the reconnected tunnel",
+        )
+
+
+@pytest.mark.parametrize("kind", HUB_KINDS)
+async def test_one_call_per_proxy_server_instance(
+    kind: str, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with (
+        open_hub(kind, cluster_ca_pem=karmada.ca_pem, server_count=2, server_id="a") as first,
+        open_hub(
+            kind,
+            cluster_ca_pem=karmada.ca_pem,
+            server_count=2,
+            server_id="b",
+            server_ca=first.server_ca,
+        ) as second,
+    ):
+        balancer = await RoundRobin([first.agent_address, second.agent_address]).start()
+        try:
+            front = Hub(
+                kind, balancer.address, first.connect_url, first.server_ca, first.restart, first.log
+            )
+            async with tunnel_for("member1", member_emulator, karmada, front) as bed:  # type: ignore[attr-defined]
+                await polling.eventually(
+                    lambda: sorted(bed.tunnel.sessions) == ["a", "b"],
+                    timeout=15,
+                    what="a call to each instance",
+                )
+                assert bed.metric("konnectivity_network_proxy_agent_known_server_count") == 2
+                # A CONNECT at either instance reaches the member.
+                for instance in (first, second):
+                    async with control_plane_client(
+                        bed.publication,
+                        token=member_emulator.admin_token,
+                        proxy_url=instance.connect_url,
+                    ) as client:
+                        assert (await client.get("/api/v1/namespaces")).status_code == 200
+        finally:
+            await balancer.stop()
