@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
+from agent.app import RECONNECT_CAP, RECONNECT_INITIAL
+from agent.kube.backoff import Backoff
 from emulator.emulator import Emulator, run_emulator
+from emulator.netproxy import LinkProxy
 from tests import polling
 from tests.agent.tunnel.harness import (
     AGENT_GROUPS,
@@ -242,3 +245,45 @@ async def test_one_call_per_proxy_server_instance(
                         assert (await client.get("/api/v1/namespaces")).status_code == 200
         finally:
             await balancer.stop()
+
+
+OUTAGES = [
+    pytest.param("double", 6.0, id="double-6s"),
+    pytest.param("stock", 60.0, id="stock-60s", marks=HUB_KINDS[1].marks),
+]
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize(("kind", "outage"), OUTAGES)
+async def test_tunnel_is_back_within_one_backoff_slot_after_a_hub_outage(
+    kind: str, outage: float, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    """The agent's control-plane reconnect schedule (app.RECONNECT_INITIAL/CAP: 1 s doubling
+    to 10 s, +-50 % jitter): after the outage the tunnel is back within one slot, 15 s at most,
+    and the outage costs one connection attempt per slot."""
+    async with open_hub(kind, cluster_ca_pem=karmada.ca_pem) as hub:
+        host, _, port = hub.agent_address.rpartition(":")
+        async with LinkProxy(host, int(port)) as link:
+            front = Hub(kind, link.address, hub.connect_url, hub.server_ca, hub.restart, hub.log)
+            backoff = Backoff(initial=RECONNECT_INITIAL, cap=RECONNECT_CAP)
+            async with tunnel_for(
+                "member1", member_emulator, karmada, front, backoff=backoff
+            ) as bed:  # type: ignore[attr-defined]
+                await connected(bed)
+                loop = asyncio.get_running_loop()
+                link.refuse = True
+                cut = loop.time()
+                link.reset()
+                await polling.eventually(lambda: not bed.tunnel.connected.is_set(), what="cut")
+                await asyncio.sleep(outage)  # the outage itself: nothing to wait for
+                link.refuse = False
+                back = loop.time()
+                await asyncio.wait_for(bed.tunnel.connected.wait(), RECONNECT_CAP * 1.5 + 2)
+                delay = loop.time() - back
+                attempts = link.attempts_since(cut)
+                print(
+                    f"{kind}: outage {outage:.0f}s, back {delay:.1f}s after recovery, {attempts} attempts"
+                )
+                assert delay <= RECONNECT_CAP * 1.5 + 0.5
+                assert attempts <= outage / RECONNECT_INITIAL / 2 + 4
+                assert await kube_system_uid(bed, member_emulator)
