@@ -180,6 +180,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long to wait for discovery, the certificate and Ready (5m)",
     )
     reg.add_argument("--proxy-server-address", default="")
+    reg.add_argument(
+        "--tunnel-server-address",
+        default="",
+        help="host:port of the control plane's tunnel proxy-server (deploy/control-plane/"
+        "tunnel-server): the agent keeps a tunnel to it, so the control plane reaches this "
+        "cluster without dialling it; authenticated by the agent's own client certificate",
+    )
+    reg.add_argument(
+        "--tunnel-proxy-url",
+        default="",
+        help="the proxy-server's CONNECT address as the control plane reaches it (default: "
+        "the karmada-tunnel-connect Service)",
+    )
     _bool(reg, "--dry-run", False, "print what would be created; write nothing")
     _bool(reg, "--wait-for-ready", True, "wait until the agent reports the Cluster Ready")
     reg.add_argument(
@@ -254,6 +267,8 @@ async def dispatch(args: argparse.Namespace) -> None:
                 enable_cert_rotation=args.enable_cert_rotation,
                 discovery_timeout=args.discovery_timeout.total_seconds(),
                 proxy_server_address=args.proxy_server_address,
+                tunnel_server_address=args.tunnel_server_address,
+                tunnel_proxy_url=args.tunnel_proxy_url,
                 dry_run=args.dry_run,
                 wait_for_ready=args.wait_for_ready,
                 control_plane_rbac=args.control_plane_rbac,

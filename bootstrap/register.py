@@ -96,6 +96,8 @@ class RegisterOptions:
     enable_cert_rotation: bool = False
     discovery_timeout: float = 300.0
     proxy_server_address: str = ""
+    tunnel_server_address: str = ""
+    tunnel_proxy_url: str = ""
     dry_run: bool = False
     wait_for_ready: bool = True
     control_plane_rbac: str = "auto"
@@ -155,14 +157,29 @@ def validate(o: RegisterOptions) -> list[str]:
         problems.append("--karmada-agent-replicas must not be negative")
     if o.control_plane_rbac not in RBAC_MODES:
         problems.append(f"--control-plane-rbac must be one of {', '.join(RBAC_MODES)}")
+    if o.tunnel_server_address:
+        host, _, port = o.tunnel_server_address.rpartition(":")
+        if not host or not port.isdigit():
+            problems.append(f"--tunnel-server-address {o.tunnel_server_address!r} is not host:port")
+        if o.proxy_server_address:
+            problems.append(
+                "--proxy-server-address cannot be combined with --tunnel-server-address "
+                "(the tunnel sets the Cluster's proxy)"
+            )
+    elif o.tunnel_proxy_url:
+        problems.append("--tunnel-proxy-url needs --tunnel-server-address")
     return problems
 
 
 def member_params(o: RegisterOptions, member_endpoint: str) -> render.MemberParams:
+    """With the tunnel, the agent fills the Cluster's apiEndpoint itself (its route); the
+    agent's Karmada client certificate, obtained below, is also its tunnel credential."""
     return render.MemberParams(
         cluster_name=o.cluster_name,
         cluster_namespace=o.cluster_namespace,
-        cluster_api_endpoint=member_endpoint,
+        cluster_api_endpoint="" if o.tunnel_server_address else member_endpoint,
+        tunnel_server_address=o.tunnel_server_address,
+        tunnel_proxy_url=o.tunnel_proxy_url,
         cluster_provider=o.cluster_provider,
         cluster_region=o.cluster_region,
         cluster_zones=tuple(o.cluster_zones),

@@ -75,9 +75,16 @@ class MemberParams:
     image: str = ""
     replicas: int = 1
     cert_rotation: bool = False
+    # The tunnel (deploy/components/tunnel): on when an address is given.
+    tunnel_server_address: str = ""
+    tunnel_proxy_url: str = ""
 
     def literals(self) -> list[str]:
+        tunnel = [f"tunnelServerAddress={self.tunnel_server_address}"]
+        if self.tunnel_proxy_url:
+            tunnel.append(f"tunnelProxyURL={self.tunnel_proxy_url}")
         return [
+            *tunnel,
             f"clusterName={self.cluster_name}",
             f"clusterNamespace={self.cluster_namespace}",
             f"clusterAPIEndpoint={self.cluster_api_endpoint}",
@@ -136,6 +143,8 @@ def member_kustomization(params: MemberParams, deploy: Path, workdir: Path) -> O
         "components": [f"{rel}/components/member-parameters"],
         "replicas": [{"name": AGENT_NAME, "count": params.replicas}],
     }
+    if params.tunnel_server_address:
+        kustomization["components"].append(f"{rel}/components/tunnel")
     if params.image:
         kustomization["images"] = [_split_image(params.image)]
     if params.namespace != names.DEFAULT_AGENT_NAMESPACE:
