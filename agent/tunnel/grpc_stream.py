@@ -22,7 +22,7 @@ import ssl
 import struct
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from urllib.parse import unquote
 
 import h2.config
@@ -59,7 +59,9 @@ class GrpcStream:
         *,
         keepalive_interval: float,
         keepalive_timeout: float,
+        on_ping: Callable[[], None] | None = None,
     ) -> None:
+        self._on_ping = on_ping
         self._reader = reader
         self._writer = writer
         self._h2 = h2.connection.H2Connection(
@@ -98,6 +100,7 @@ class GrpcStream:
         connect_timeout: float = 10.0,
         keepalive_interval: float = 40.0,
         keepalive_timeout: float = 20.0,
+        on_ping: Callable[[], None] | None = None,
     ) -> GrpcStream:
         """Connect, start the call and wait for the server's response headers."""
         ssl_context.set_alpn_protocols(["h2"])
@@ -115,6 +118,7 @@ class GrpcStream:
             writer,
             keepalive_interval=keepalive_interval,
             keepalive_timeout=keepalive_timeout,
+            on_ping=on_ping,
         )
         try:
             if writer.get_extra_info("ssl_object").selected_alpn_protocol() != "h2":
@@ -377,6 +381,8 @@ class GrpcStream:
                 continue
             self._ping_sent_at = now
             self.pings_sent += 1
+            if self._on_ping is not None:
+                self._on_ping()
             self._h2.ping(os.urandom(8))
             with contextlib.suppress(GrpcError):
                 await self._flush()

@@ -73,5 +73,12 @@ class TunnelMetrics:
             registry=registry,
         )
 
+        self.keepalives = Counter(
+            "karmada_agent_tunnel_keepalive_pings",
+            "HTTP/2 PINGs the tunnel sent to proxy-server instances after --tunnel-keepalive-time "
+            "without traffic (its idle cost).",
+            registry=registry,
+        )
+
     def packet(self, segment: str, kind: PacketType) -> None:
         self.packets[(segment, kind)].inc()

@@ -168,6 +168,7 @@ class Tunnel:
             user_agent=s.user_agent,
             keepalive_interval=s.keepalive_interval,
             keepalive_timeout=s.keepalive_timeout,
+            on_ping=self._metrics.keepalives.inc,
         )
         try:
             server_id = _one(stream.metadata, "serverid")
