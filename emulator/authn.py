@@ -166,15 +166,17 @@ class Authenticator:
         credential = "X509SHA256=" + hashlib.sha256(der).hexdigest()
         return UserInfo(cn[0], orgs, extra={CREDENTIAL_ID_KEY: (credential,)})
 
-    def authenticate_token(self, token: str) -> UserInfo:
-        """A bearer token's identity (with system:authenticated); TokenRejectedError if none."""
+    def authenticate_token(self, token: str, audiences: tuple[str, ...] = ()) -> UserInfo:
+        """A bearer token's identity (with system:authenticated); TokenRejectedError if none.
+        `audiences` (a TokenReview's spec.audiences): a bound token must be meant for one of
+        them instead of for the API server."""
         user = self.static_tokens.get(token)
         if user is not None:
             return with_authenticated(user)
         problems: list[str] = []
         if self.sa_tokens is not None:
             try:
-                user = self._service_account(token)
+                user = self._service_account(token, audiences)
             except InvalidTokenError as e:
                 problems.append(str(e))
             if user is not None:
@@ -186,9 +188,11 @@ class Authenticator:
             raise TokenRejectedError("invalid bearer token")
         raise TokenRejectedError(problems[0])
 
-    def _service_account(self, token: str) -> UserInfo | None:
+    def _service_account(self, token: str, audiences: tuple[str, ...] = ()) -> UserInfo | None:
         assert self.sa_tokens is not None
-        bound = authenticate_bound_token(self.sa_tokens, token, self.lookup, self.clock())
+        bound = authenticate_bound_token(
+            self.sa_tokens, token, self.lookup, self.clock(), *((audiences,) if audiences else ())
+        )
         if bound is not None:
             return bound
         claims = self.sa_tokens.verify(token)

@@ -339,7 +339,7 @@ def _token_review(
         spec["audiences"] = audiences
     status: dict[str, Any]
     try:
-        found = authenticator.authenticate_token(token)
+        found = authenticator.authenticate_token(token, tuple(audiences or ()))
     except TokenRejectedError as e:
         status = {"user": {}, "error": str(e)}
     else:

@@ -282,3 +282,37 @@ class AgentServer:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
+
+
+TokenReview = Callable[[str, str], Awaitable[dict[str, Any]]]
+"""(token, audience) -> the TokenReview status from the API server."""
+
+
+def token_review_authenticator(
+    review: TokenReview, *, namespace: str, service_account: str, audience: str
+) -> Authenticate:
+    """The stock server's agent token check (`--agent-namespace`, `--agent-service-account`,
+    `--authentication-audience`): one `Authorization: Bearer` value, reviewed for the audience,
+    and the user must be that ServiceAccount."""
+
+    async def authenticate(metadata: dict[str, list[str]]) -> str | None:
+        values = metadata.get("authorization", [])
+        if not values:
+            return "Authentication context was not found in metadata"
+        if len(values) > 1:
+            return f"too many ({len(values)}) tokens are received"
+        if not values[0].startswith("Bearer "):
+            return 'received token does not have "Bearer " prefix'
+        status = await review(values[0].removeprefix("Bearer "), audience)
+        if status.get("error"):
+            return f"lookup failed: {status['error']}"
+        if not status.get("authenticated"):
+            return "lookup failed: service account jwt not valid"
+        parts = str((status.get("user") or {}).get("username", "")).split(":")
+        if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"]:
+            return "lookup failed: username returned is not a service account"
+        if parts[2] != namespace or parts[3] != service_account:
+            return f"lookup failed: incoming request from {parts[2]}/{parts[3]}"
+        return None
+
+    return authenticate

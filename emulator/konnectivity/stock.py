@@ -36,6 +36,7 @@ class UnixRelay:
     def __init__(self, path: str) -> None:
         self.path = path
         self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
         self.connections = 0
 
     async def start(self) -> None:
@@ -48,6 +49,10 @@ class UnixRelay:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         try:
             up_reader, up_writer = await asyncio.open_unix_connection(self.path)
         except OSError:
@@ -62,6 +67,11 @@ class UnixRelay:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 class StockProxyServer:

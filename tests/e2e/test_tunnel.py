@@ -24,6 +24,7 @@ from tests.agent.tunnel.harness import (
     AgentTunnel,
     Hub,
     RoundRobin,
+    TokenAuth,
     agent_tunnel,
     control_plane_client,
     member_kubeconfig,
@@ -287,3 +288,30 @@ async def test_tunnel_is_back_within_one_backoff_slot_after_a_hub_outage(
                 assert delay <= RECONNECT_CAP * 1.5 + 0.5
                 assert attempts <= outage / RECONNECT_INITIAL / 2 + 4
                 assert await kube_system_uid(bed, member_emulator)
+
+
+@pytest.mark.parametrize("kind", HUB_KINDS)
+async def test_token_authentication_instead_of_client_certificates(
+    kind: str, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    """The proxy-server's token review (--agent-namespace/--agent-service-account/
+    --authentication-audience against the control plane): --tunnel-token-file."""
+    auth = TokenAuth(karmada)
+    token_file = tmp_path / "agent.token"
+    token_file.write_text(await auth.token())
+    wrong_file = tmp_path / "wrong.token"
+    wrong_file.write_text(await auth.token("someone-else"))
+    async with open_hub(kind, cluster_ca_pem=karmada.ca_pem, token_auth=auth) as hub:
+        async with tunnel_for(
+            "member1", member_emulator, karmada, hub, extra=(f"--tunnel-token-file={wrong_file}",)
+        ) as refused:  # type: ignore[attr-defined]
+            await polling.eventually(
+                lambda: refused.metric("karmada_agent_tunnel_connects_total", result="error") >= 1,
+                what="a refused connection",
+            )
+            assert not refused.tunnel.connected.is_set()
+        async with tunnel_for(
+            "member1", member_emulator, karmada, hub, extra=(f"--tunnel-token-file={token_file}",)
+        ) as bed:  # type: ignore[attr-defined]
+            await connected(bed)
+            assert await kube_system_uid(bed, member_emulator)

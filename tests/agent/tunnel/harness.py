@@ -34,6 +34,7 @@ from agent.tunnel.tunnel import Tunnel, build_tunnel
 from emulator import upstream
 from emulator.emulator import Emulator
 from emulator.konnectivity import ProxyServerDouble
+from emulator.konnectivity.agent_server import Authenticate, token_review_authenticator
 from emulator.konnectivity.stock import StockProxyServer
 from emulator.pki import CertificateAuthority
 
@@ -181,14 +182,18 @@ async def open_hub(
     server_count: int = 1,
     server_id: str = "",
     server_ca: CertificateAuthority | None = None,
+    token_auth: TokenAuth | None = None,
 ) -> AsyncIterator[Hub]:
+    """A proxy-server authenticating agents by client certificate (mTLS against
+    `cluster_ca_pem`), or, with `token_auth`, by service-account token review instead."""
     server_ca = server_ca or CertificateAuthority.generate("konnectivity-ca")
     if kind == "double":
         double = ProxyServerDouble(
             server_ca,
-            cluster_ca_pem=cluster_ca_pem,
+            cluster_ca_pem=None if token_auth else cluster_ca_pem,
             server_count=server_count,
             server_id=server_id or None,
+            authenticate=token_auth.authenticator() if token_auth else None,
         )
         await double.start()
         try:
@@ -206,15 +211,68 @@ async def open_hub(
     with tempfile.TemporaryDirectory(prefix="proxy-server-") as tmp:
         stock = StockProxyServer(
             server_ca,
-            cluster_ca_pem=cluster_ca_pem,
+            cluster_ca_pem=None if token_auth else cluster_ca_pem,
             server_count=server_count,
             server_id=server_id,
+            extra_args=token_auth.stock_flags(Path(tmp)) if token_auth else (),
             workdir=Path(tmp),
         )
         async with stock:
             yield Hub(
                 kind, stock.agent_address, stock.connect_url, server_ca, stock.restart, stock.log
             )
+
+
+@dataclass
+class TokenAuth:
+    """The proxy-server's token review against the control-plane emulator."""
+
+    karmada: Emulator
+    namespace: str = "karmada-system"
+    service_account: str = "karmada-tunnel-agent"
+    audience: str = "karmada-tunnel"
+
+    def authenticator(self) -> Authenticate:
+        async def review(token: str, audience: str) -> dict[str, Any]:
+            body = {
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": token, "audiences": [audience]},
+            }
+            async with self.karmada.client() as client:
+                answer = await client.post("/apis/authentication.k8s.io/v1/tokenreviews", json=body)
+            return dict(answer.json().get("status") or {})
+
+        return token_review_authenticator(
+            review,
+            namespace=self.namespace,
+            service_account=self.service_account,
+            audience=self.audience,
+        )
+
+    def stock_flags(self, directory: Path) -> list[str]:
+        kubeconfig = self.karmada.write_kubeconfig(directory / "karmada.kubeconfig")
+        return [
+            f"--agent-namespace={self.namespace}",
+            f"--agent-service-account={self.service_account}",
+            f"--authentication-audience={self.audience}",
+            f"--kubeconfig={kubeconfig}",
+            "--kube-api-content-type=application/json",
+        ]
+
+    async def token(self, service_account: str | None = None) -> str:
+        """A bound token for the agent's ServiceAccount (TokenRequest), with the audience."""
+        name = service_account or self.service_account
+        async with self.karmada.client() as client:
+            await client.post(
+                f"/api/v1/namespaces/{self.namespace}/serviceaccounts",
+                json={"metadata": {"name": name}},
+            )
+            answer = await client.post(
+                f"/api/v1/namespaces/{self.namespace}/serviceaccounts/{name}/token",
+                json={"spec": {"audiences": [self.audience], "expirationSeconds": 3600}},
+            )
+        return str(answer.json()["status"]["token"])
 
 
 class RoundRobin:

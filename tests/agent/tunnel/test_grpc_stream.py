@@ -88,7 +88,7 @@ async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link() -> None:
                 link.address,
                 keepalive_interval=0.2,
                 keepalive_timeout=0.5,
-                on_ping=lambda: pings.append(1),  # type: ignore[arg-type]
+                on_ping=lambda: pings.append(1),
             )
             await polling.eventually(lambda: double.agents.pings_received >= 2, what="pings")
             assert not call.closed

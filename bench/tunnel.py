@@ -1,0 +1,333 @@
+"""The tunnel's cost: latency, throughput, memory per stream, idle traffic, RSS off vs on.
+
+    python -m bench.tunnel [--requests 200] [--stream-mib 50] [--streams 50]
+                           [--idle-seconds 60] [--out FILE]
+
+Processes of their own: the emulated control plane and member (bench.emulators), the STOCK
+proxy-server ($KARMADA_UPSTREAM_BIN/proxy-server, its unix-socket CONNECT frontend relayed to TCP
+in this process), and two real agents (`python -m agent`), each with a member of its own: one
+with the tunnel, one without.
+The client reaches the member as karmada-aggregated-apiserver does, from what the control
+plane holds: CONNECT to the Cluster's proxyURL for its apiEndpoint, TLS verified against the
+Cluster Secret's caBundle.
+
+Measured:
+- latency added per request: GET /api/v1/namespaces/default through the tunnel vs directly,
+  a new connection per request (the aggregated apiserver's proxy transport disables
+  keep-alive) and on one kept-alive connection;
+- throughput of one `--stream-mib` response (ConfigMaps listed uncompressed) through the
+  tunnel vs directly;
+- the tunnelled agent's RSS per open stream (`--streams` watches held open);
+- idle cost: keepalive pings per minute (the agent's own counter) and the agent's CPU seconds
+  over `--idle-seconds`;
+- RSS after registration and an idle period, tunnel off vs on.
+Prints a table and writes JSON (default bench/results/tunnel.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import os
+import platform
+import ssl
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agent.kube.errors import KubeError
+from agent.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from agent.resources import CLUSTERS
+from emulator import upstream
+from emulator.konnectivity.stock import StockProxyServer
+from emulator.pki import CertificateAuthority
+
+from .agent_latency import cpu_seconds, rss_mib
+from .emulators import EmulatorProcess, emulator_process
+from .report import report
+
+CLUSTER = "edge-bench"
+OTHER = "edge-plain"
+AGENT_USER = "karmada-agent-bench"
+JSON = dict[str, Any]
+CONFIGMAP_BYTES = 1024 * 1024 - 4096
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
+
+
+def ms(values: list[float]) -> JSON:
+    return {
+        "p50_ms": round(statistics.median(values) * 1000, 2),
+        "p90_ms": round(percentile(values, 0.9) * 1000, 2),
+    }
+
+
+@contextlib.asynccontextmanager
+async def agent_process(
+    cp: EmulatorProcess, member: EmulatorProcess, cluster: str, directory: Path, *flags: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    log = (directory / f"agent-{cluster}.log").open("wb")
+    agent = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agent",
+        f"--karmada-kubeconfig={cp.client_kubeconfig}", f"--kubeconfig={member.admin_kubeconfig}",
+        f"--cluster-name={cluster}", "--leader-elect=false",
+        "--metrics-bind-address=0", "--health-probe-bind-address=0", *flags,
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    try:
+        yield agent
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            agent.terminate()
+        await agent.wait()
+        log.close()
+
+
+async def registered(cp: EmulatorProcess, cluster: str, *, tunnel: bool) -> JSON:
+    for _ in range(1200):
+        with contextlib.suppress(KubeError):
+            obj = await cp.admin.get(CLUSTERS, cluster)
+            spec = obj.get("spec") or {}
+            if not tunnel or spec.get("proxyURL"):
+                return obj
+        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+    raise TimeoutError(f"Cluster {cluster} was not registered")
+
+
+def tunnel_client(spec: JSON, ca_bundle: str, token: str, *, keepalive: bool) -> httpx.AsyncClient:
+    context = ssl.create_default_context(cadata=base64.b64decode(ca_bundle).decode())
+    return httpx.AsyncClient(
+        base_url=spec["apiEndpoint"],
+        proxy=spec["proxyURL"],
+        verify=context,
+        headers={"Authorization": token, "Accept-Encoding": "identity"},
+        limits=httpx.Limits(max_keepalive_connections=1 if keepalive else 0),
+        trust_env=False,
+        timeout=120,
+    )
+
+
+def direct_client(member: EmulatorProcess, token: str, *, keepalive: bool) -> httpx.AsyncClient:
+    config = member.admin.transport.config
+    assert config.ca_pem is not None
+    return httpx.AsyncClient(
+        base_url=member.url,
+        verify=ssl.create_default_context(cadata=config.ca_pem.decode()),
+        headers={"Authorization": token, "Accept-Encoding": "identity"},
+        limits=httpx.Limits(max_keepalive_connections=1 if keepalive else 0),
+        trust_env=False,
+        timeout=120,
+    )
+
+
+async def timed_gets(client: httpx.AsyncClient, count: int) -> list[float]:
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        response = await client.get("/api/v1/namespaces/default")
+        response.raise_for_status()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+async def timed_stream(client: httpx.AsyncClient) -> tuple[float, int]:
+    started = time.perf_counter()
+    size = 0
+    async with client.stream("GET", "/api/v1/namespaces/bulk/configmaps") as response:
+        response.raise_for_status()
+        async for chunk in response.aiter_raw():
+            size += len(chunk)
+    return time.perf_counter() - started, size
+
+
+async def seed_bulk(member: EmulatorProcess, mib: int) -> None:
+    with contextlib.suppress(KubeError):
+        await member.admin.create(
+            NAMESPACES,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bulk"}},
+        )
+    filler = "x" * CONFIGMAP_BYTES
+    for i in range(mib):
+        await member.admin.create(
+            CONFIGMAPS,
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"bulk-{i}", "namespace": "bulk"},
+                "data": {"filler": filler},
+            },
+            namespace="bulk",
+        )
+
+
+async def metric(agent_metrics: str, name: str) -> float:
+    for line in agent_metrics.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+async def run(args: argparse.Namespace) -> JSON:
+    if upstream.binary("proxy-server") is None:
+        raise SystemExit(
+            f"bench.tunnel needs the stock proxy-server: {upstream.missing_reason('proxy-server')}"
+        )
+    directory = Path(tempfile.mkdtemp(prefix="bench-tunnel-"))
+    results: JSON = {}
+    async with (
+        emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
+        emulator_process("member", "member", directory, client_user=AGENT_USER) as member,
+        emulator_process("member", "member-plain", directory, client_user=AGENT_USER) as other,
+    ):
+        karmada_ca = cp.admin.transport.config.ca_pem
+        assert karmada_ca is not None
+        server_ca = CertificateAuthority.generate("konnectivity-ca")
+        (directory / "server-ca.crt").write_bytes(server_ca.cert_pem)
+        server_dir = directory / "proxy-server"
+        server_dir.mkdir()
+        metrics_port = upstream.free_port()
+        async with StockProxyServer(
+            server_ca, cluster_ca_pem=karmada_ca, workdir=server_dir
+        ) as hub:
+            tunnel_flags = (
+                f"--tunnel-server-address={hub.agent_address}",
+                f"--tunnel-server-ca-file={directory / 'server-ca.crt'}",
+                "--tunnel-server-name=localhost",
+                f"--tunnel-proxy-url={hub.connect_url}",
+                f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+            )
+            async with (
+                agent_process(cp, member, CLUSTER, directory, *tunnel_flags) as tunnelled,
+                agent_process(cp, other, OTHER, directory) as plain,
+            ):
+                cluster = await registered(cp, CLUSTER, tunnel=True)
+                await registered(cp, OTHER, tunnel=False)
+                spec = cluster["spec"]
+                secret = await cp.admin.get(SECRETS, CLUSTER, namespace="karmada-cluster")
+                ca_bundle = secret["data"]["caBundle"]
+                token = await member.admin.transport.config.token_source.authorization()  # type: ignore[union-attr]
+                assert token is not None
+                async with tunnel_client(spec, ca_bundle, token, keepalive=True) as probe:
+                    for _ in range(600):
+                        with contextlib.suppress(httpx.HTTPError):
+                            if (await probe.get("/api/v1/namespaces/default")).status_code == 200:
+                                break
+                        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+
+                # RSS tunnel off vs on, after registration and a short idle period.
+                await asyncio.sleep(5)  # idle before sampling memory, not synchronisation
+                results["rss_mib"] = {
+                    "tunnel_off": round(rss_mib(plain.pid), 1),
+                    "tunnel_on": round(rss_mib(tunnelled.pid), 1),
+                }
+
+                # Latency added per request.
+                latency: JSON = {}
+                for keepalive in (False, True):
+                    async with (
+                        tunnel_client(spec, ca_bundle, token, keepalive=keepalive) as through,
+                        direct_client(member, token, keepalive=keepalive) as direct,
+                    ):
+                        await timed_gets(through, 5)
+                        await timed_gets(direct, 5)
+                        t = ms(await timed_gets(through, args.requests))
+                        d = ms(await timed_gets(direct, args.requests))
+                    label = "kept_alive" if keepalive else "new_connection_each"
+                    latency[label] = {
+                        "tunnel": t,
+                        "direct": d,
+                        "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
+                    }
+                results["latency"] = latency
+
+                # Throughput of one large response.
+                await seed_bulk(member, args.stream_mib)
+                async with (
+                    tunnel_client(spec, ca_bundle, token, keepalive=False) as through,
+                    direct_client(member, token, keepalive=False) as direct,
+                ):
+                    cpu_before = cpu_seconds(tunnelled.pid)
+                    t_seconds, size = await timed_stream(through)
+                    agent_cpu = cpu_seconds(tunnelled.pid) - cpu_before
+                    d_seconds, _ = await timed_stream(direct)
+                results["stream"] = {
+                    "bytes": size,
+                    "tunnel_mib_s": round(size / 2**20 / t_seconds, 1),
+                    "direct_mib_s": round(size / 2**20 / d_seconds, 1),
+                    "agent_cpu_seconds": round(agent_cpu, 2),
+                }
+
+                # RSS per open stream: watches held open through the tunnel.
+                rss_before = rss_mib(tunnelled.pid)
+                watchers = [
+                    tunnel_client(spec, ca_bundle, token, keepalive=True)
+                    for _ in range(args.streams)
+                ]
+                streams = []
+                for client in watchers:
+                    request = client.build_request(
+                        "GET", "/api/v1/namespaces", params={"watch": "1", "timeoutSeconds": "300"}
+                    )
+                    streams.append(await client.send(request, stream=True))
+                await asyncio.sleep(2)  # settle before sampling memory, not synchronisation
+                rss_open = rss_mib(tunnelled.pid)
+                for response in streams:
+                    await response.aclose()
+                for client in watchers:
+                    await client.aclose()
+                results["per_stream"] = {
+                    "streams": args.streams,
+                    "rss_before_mib": round(rss_before, 1),
+                    "rss_open_mib": round(rss_open, 1),
+                    "kib_per_stream": round((rss_open - rss_before) * 1024 / args.streams, 1),
+                }
+
+                # Idle cost.
+                async with httpx.AsyncClient() as scrape:
+                    url = f"http://127.0.0.1:{metrics_port}/metrics"
+                    before = await metric(
+                        (await scrape.get(url)).text, "karmada_agent_tunnel_keepalive_pings_total"
+                    )
+                    cpu_idle = cpu_seconds(tunnelled.pid)
+                    await asyncio.sleep(args.idle_seconds)  # the idle period being measured
+                    after = await metric(
+                        (await scrape.get(url)).text, "karmada_agent_tunnel_keepalive_pings_total"
+                    )
+                    cpu_idle = cpu_seconds(tunnelled.pid) - cpu_idle
+                results["idle"] = {
+                    "seconds": args.idle_seconds,
+                    "keepalives_per_minute": round((after - before) * 60 / args.idle_seconds, 2),
+                    "agent_cpu_seconds": round(cpu_idle, 3),
+                }
+    results["machine"] = (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    )
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--stream-mib", type=int, default=50)
+    parser.add_argument("--streams", type=int, default=50)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--out", default="bench/results/tunnel.json")
+    args = parser.parse_args(argv)
+    results = asyncio.run(run(args))
+    report(results, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
