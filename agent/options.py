@@ -445,7 +445,7 @@ def validate(options: Options) -> list[str]:
             check("cluster-zones", f"zone {zone!r} {problem}")
     check("report-secrets", _report_secrets_problem(o.report_secrets))
     if o.tunnel_enabled:
-        problems.extend(_tunnel_problems(o))
+        _check_tunnel(o, check)
 
     for flag, qps in (("kube-api-qps", o.kube_api_qps), ("cluster-api-qps", o.cluster_api_qps)):
         check(flag, None if qps > 0 else "must be greater than 0")
@@ -524,13 +524,7 @@ def _host_port_problem(value: str) -> str | None:
     return None
 
 
-def _tunnel_problems(o: Options) -> list[str]:
-    problems: list[str] = []
-
-    def check(flag: str, problem: str | None) -> None:
-        if problem:
-            problems.append(f"--{flag}: {problem}")
-
+def _check_tunnel(o: Options, check: Callable[[str, str | None], None]) -> None:
     check("tunnel-server-address", _host_port_problem(o.tunnel_server_address))
     for flag, value in (
         ("cluster-api-endpoint", o.cluster_api_endpoint),
@@ -564,7 +558,6 @@ def _tunnel_problems(o: Options) -> list[str]:
             f"must be at least {format_duration(MIN_TUNNEL_KEEPALIVE)} (the proxy-server "
             "closes connections that ping more often)",
         )
-    return problems
 
 
 def _report_secrets_problem(kinds: Sequence[str]) -> str | None:

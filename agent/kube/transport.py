@@ -229,15 +229,16 @@ def build_ssl_context(config: ClientConfig) -> ssl.SSLContext:
     else:
         ctx = ssl.create_default_context()
     if config.client_cert_pem and config.client_key_pem:
-        _load_client_certificate(ctx, config.client_cert_pem, config.client_key_pem)
+        load_cert_chain_pem(ctx, config.client_cert_pem, config.client_key_pem)
     if not config.verify:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     return ctx
 
 
-def _load_client_certificate(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
-    # The ssl module only loads from files: write them privately, load, remove at once.
+def load_cert_chain_pem(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """`ctx.load_cert_chain` from memory. The ssl module only loads from files: write them
+    privately (0600, in a private directory), load, remove at once."""
     directory = tempfile.mkdtemp(dir=private_temp_dir())
     cert_path = os.path.join(directory, "client.crt")
     key_path = os.path.join(directory, "client.key")

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -30,9 +28,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from agent.kube.client import KubeClient
-from agent.kube.config import private_temp_dir
 from agent.kube.errors import AlreadyExistsError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
+from agent.kube.transport import load_cert_chain_pem
 
 SECRET_NAME = "karmada-agent-tunnel-ca"
 SECRET_TYPE = "kubernetes.io/tls"
@@ -147,21 +145,7 @@ def _tls_context(serving: ServingCertificate) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.verify_mode = ssl.CERT_NONE  # the control plane authenticates to the member, not here
-    directory = tempfile.mkdtemp(dir=private_temp_dir())
-    cert_path = os.path.join(directory, "tls.crt")
-    key_path = os.path.join(directory, "tls.key")
-    try:
-        for path, content in ((cert_path, serving.cert_pem), (key_path, serving.key_pem)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(content)
-        ctx.load_cert_chain(cert_path, key_path)
-    finally:
-        for path in (cert_path, key_path):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-        with contextlib.suppress(OSError):
-            os.rmdir(directory)
+    load_cert_chain_pem(ctx, serving.cert_pem, serving.key_pem)
     ctx.set_alpn_protocols(["h2", "http/1.1"])
     return ctx
 

@@ -12,17 +12,24 @@ from tests.bootstrap.test_register import CLUSTER, Bed, bed, create_token
 __all__ = ["bed"]
 
 
-async def test_dry_run_renders_the_agent_with_the_tunnel(
-    bed: Bed, capsys: pytest.CaptureFixture[str]
-) -> None:
+async def dry_run(
+    bed: Bed, capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[int, str, str]:
     argv = await create_token(bed, capsys)
-    code, out, err = await bed.cli(
+    return await bed.cli(
         capsys,
         *argv,
         f"--kubeconfig={bed.member_kubeconfig}",
         "--tunnel-server-address=hub.example:8091",
+        *flags,
         "--dry-run",
     )
+
+
+async def test_dry_run_renders_the_agent_with_the_tunnel(
+    bed: Bed, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = await dry_run(bed, capsys)
     assert code == 0, err
     printed = [doc for doc in yaml.safe_load_all(out) if doc]
     [deployment] = [d for d in printed if d["kind"] == "Deployment"]
@@ -40,14 +47,6 @@ async def test_dry_run_renders_the_agent_with_the_tunnel(
 
 
 async def test_tunnel_flags_are_checked(bed: Bed, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = await create_token(bed, capsys)
-    code, _, err = await bed.cli(
-        capsys,
-        *argv,
-        f"--kubeconfig={bed.member_kubeconfig}",
-        "--tunnel-server-address=hub.example:8091",
-        "--proxy-server-address=http://proxy:3128",
-        "--dry-run",
-    )
+    code, _, err = await dry_run(bed, capsys, "--proxy-server-address=http://proxy:3128")
     assert code != 0
     assert "cannot be combined with --tunnel-server-address" in err

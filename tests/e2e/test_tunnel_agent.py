@@ -9,6 +9,7 @@ import asyncio
 import base64
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent.kube.resources import SECRETS
@@ -19,6 +20,23 @@ from tests.agent.tunnel.harness import HUB_KINDS, control_plane_client, open_hub
 from tests.e2e.support import CLUSTERS, client_for, running_agent
 
 CLUSTER = "edge-7"
+
+
+async def bind(admin: httpx.AsyncClient, role: str, subject: dict[str, str]) -> None:
+    """A ClusterRoleBinding of `role` to `subject` on the member."""
+    response = await admin.post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        json={
+            "metadata": {"name": f"{role}-{subject['name']}".replace(":", "-")},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [subject],
+        },
+    )
+    response.raise_for_status()
 
 
 @pytest.mark.parametrize("kind", HUB_KINDS)
@@ -49,22 +67,13 @@ async def test_agent_registers_the_route_and_the_control_plane_reaches_the_membe
                 ],
             },
         )
-        await admin.post(
-            "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-            json={
-                "metadata": {"name": "karmada-impersonator"},
-                "roleRef": {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": "karmada-impersonator",
-                },
-                "subjects": [
-                    {
-                        "kind": "ServiceAccount",
-                        "name": "karmada-impersonator",
-                        "namespace": "karmada-cluster",
-                    }
-                ],
+        await bind(
+            admin,
+            "karmada-impersonator",
+            {
+                "kind": "ServiceAccount",
+                "name": "karmada-impersonator",
+                "namespace": "karmada-cluster",
             },
         )
         async with running_agent(
@@ -101,22 +110,13 @@ async def test_agent_registers_the_route_and_the_control_plane_reaches_the_membe
             async with control_plane_client(
                 from_control_plane, token=token, impersonate="system:admin"
             ) as client:
-                await admin.post(
-                    "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                    json={
-                        "metadata": {"name": "karmada-admin"},
-                        "roleRef": {
-                            "apiGroup": "rbac.authorization.k8s.io",
-                            "kind": "ClusterRole",
-                            "name": "cluster-admin",
-                        },
-                        "subjects": [
-                            {
-                                "kind": "User",
-                                "name": "system:admin",
-                                "apiGroup": "rbac.authorization.k8s.io",
-                            }
-                        ],
+                await bind(
+                    admin,
+                    "cluster-admin",
+                    {
+                        "kind": "User",
+                        "name": "system:admin",
+                        "apiGroup": "rbac.authorization.k8s.io",
                     },
                 )
                 response = await polling.eventually(
