@@ -29,7 +29,7 @@ PACKET_BYTES = 32 * 1024
 # TLS records are at most 16 KiB of plaintext: one member read fills one record.
 MEMBER_READ = 16 * 1024
 
-log = get_logger("karmada-agent.tunnel")
+log = get_logger(__name__)
 
 Send = Callable[[Packet], Awaitable[None]]
 

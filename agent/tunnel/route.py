@@ -26,7 +26,7 @@ DEFAULT_PORT = 443
 # Distinct refused addresses remembered for logging once; beyond it they are counted only.
 REFUSED_ADDRESSES_LOGGED = 1024
 
-log = get_logger("karmada-agent.tunnel")
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

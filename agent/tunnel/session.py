@@ -25,7 +25,7 @@ from agent.tunnel.packets import Packet, PacketError, PacketType
 from agent.tunnel.relay import Relay
 from agent.tunnel.route import DialPolicy
 
-log = get_logger("karmada-agent.tunnel")
+log = get_logger(__name__)
 
 
 class Session:

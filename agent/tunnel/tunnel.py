@@ -48,7 +48,7 @@ DUPLICATE_RETRY = 1.0
 # How long a stopping agent waits for relayed connections after DRAIN.
 DRAIN_TIMEOUT = 5.0
 
-log = get_logger("karmada-agent.tunnel")
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True)

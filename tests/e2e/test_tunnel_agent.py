@@ -85,8 +85,8 @@ async def test_agent_registers_the_route_and_the_control_plane_reaches_the_membe
             "--tunnel-server-name=localhost",
             f"--tunnel-proxy-url={hub.connect_url}",
         ) as (_, agent):
-            assert agent.tunnel is not None
-            await asyncio.wait_for(agent.tunnel.connected.wait(), 20)
+            tunnel = await polling.eventually(lambda: agent.tunnel, what="the tunnel built")
+            await asyncio.wait_for(tunnel.connected.wait(), 20)
             karmada = await client_for(cp.write_kubeconfig(tmp_path / "cp-admin"))
             cluster = await karmada.get(CLUSTERS, CLUSTER)
             spec = cluster["spec"]
@@ -103,7 +103,7 @@ async def test_agent_registers_the_route_and_the_control_plane_reaches_the_membe
                 SECRETS, f"{CLUSTER}-impersonator", namespace="karmada-cluster"
             )
             token = base64.b64decode(impersonator["data"]["token"]).decode()
-            assert agent.tunnel.settings.route.api_endpoint == spec["apiEndpoint"]
+            assert tunnel.settings.route.api_endpoint == spec["apiEndpoint"]
             from_control_plane = TunnelPublication(
                 spec["apiEndpoint"], spec["proxyURL"], secret["data"]["caBundle"]
             )
