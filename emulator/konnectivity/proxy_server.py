@@ -166,7 +166,7 @@ class ProxyServerDouble:
             self.backends.setdefault(key, []).append(backend)
         try:
             while (message := await call.recv()) is not None:
-                self._on_packet(backend, message)
+                await self._on_packet(backend, message)
         finally:
             for key in self._keys(call):
                 listed = self.backends.get(key, [])
@@ -180,7 +180,9 @@ class ProxyServerDouble:
                 if owner is backend and not future.done():
                     future.set_result(pkt(packets.DIAL_CLS, random=random))
 
-    def _on_packet(self, backend: Backend, message: Pkt) -> None:
+    async def _on_packet(self, backend: Backend, message: Pkt) -> None:
+        """As the stock server's serveRecvBackend: one packet at a time, a client that does
+        not read holds up this agent's call (and so, by flow control, the agent)."""
         kind = message.type
         if kind in (packets.DIAL_RSP, packets.DIAL_CLS):
             waiting = self.pending.pop(message.get("random"), None)
@@ -190,6 +192,8 @@ class ProxyServerDouble:
             writer = backend.established.get(message.get("connectID"))
             if writer is not None:
                 writer.write(message.get("data"))
+                with contextlib.suppress(ConnectionError):
+                    await writer.drain()
         elif kind == packets.CLOSE_RSP:
             writer = backend.established.pop(message.get("connectID"), None)
             if writer is not None:

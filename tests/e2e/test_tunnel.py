@@ -6,6 +6,9 @@ client that does what karmada-aggregated-apiserver's cluster proxy does.
 from __future__ import annotations
 
 import asyncio
+import base64
+import socket
+import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -315,3 +318,56 @@ async def test_token_authentication_instead_of_client_certificates(
         ) as bed:  # type: ignore[attr-defined]
             await connected(bed)
             assert await kube_system_uid(bed, member_emulator)
+
+
+async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_memory(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    """Backpressure end to end: flow control on the agent's call and its relay's bounded queue
+    stop the member's response, instead of buffering it, while the client does not read."""
+    count, size = 30, 1024 * 1024 - 4096
+    async with member_emulator.client() as admin:
+        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
+        for i in range(count):
+            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * size}}
+            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        host, _, port = hub.connect_url.removeprefix("http://").rpartition(":")
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        route = bed.publication.api_endpoint.removeprefix("https://")
+        writer.write(f"CONNECT {route} HTTP/1.1\r\nHost: {route}\r\n\r\n".encode())
+        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(bed.publication.ca_bundle).decode()
+        )
+        await writer.start_tls(context, server_hostname=route.rpartition(":")[0])
+        writer.write(
+            f"GET /api/v1/namespaces/bulk/configmaps HTTP/1.1\r\nHost: {route}\r\n"
+            f"Authorization: Bearer {member_emulator.admin_token}\r\nAccept-Encoding: identity\r\n"
+            "Connection: close\r\n\r\n".encode()
+        )
+        await writer.drain()
+        [session] = bed.tunnel.sessions.values()
+        relay = await polling.eventually(
+            lambda: next(iter(session.relays.values()), None), what="relay"
+        )
+        sent: list[int] = []
+
+        def stalled() -> bool:
+            sent.append(relay.bytes_out)
+            return len(sent) > 10 and sent[-1] == sent[-10] and sent[-1] > 0
+
+        await polling.eventually(stalled, timeout=20, interval=0.1, what="the relay to stall")
+        assert relay.bytes_out < count * size / 2, f"{relay.bytes_out} bytes sent while unread"
+        body = b""
+        while chunk := await reader.read(1 << 20):
+            body += chunk
+        writer.close()
+        assert body.startswith(b"HTTP/1.1 200")
+        assert body.count(b'"name":"big-') == count
+        assert relay.bytes_out > count * size
