@@ -19,7 +19,10 @@ from .builtin import builtin_types
 from .crd import CrdController, CrdSchema
 from .errors import ApiError
 from .gc import GarbageCollector
-from .handlers import Handlers, PatchEngines, ServerConfig, WriteCtx
+from .handlers import Backend, Handlers, PatchEngines, ServerConfig, WriteCtx
+from .handlers.body import parse_body
+from .handlers.context import write_ctx
+from .handlers.delete import delete_options
 from .impersonation import has_impersonation, impersonate
 from .local import LocalClient
 from .rbac import forbidden_for
@@ -95,11 +98,14 @@ class ApiServer:
         self.subresource_handlers: dict[tuple[str, str, str], SubresourceFn] = {}
         self.hooks: list[Hook] = []
         self.config = config or ServerConfig()
-        self.handlers = Handlers(self.registry, self.storage, self.config, engines)
-        self.handlers.fixed_uids.update(fixed_uids or {})
         # Admission webhooks; `admission.client.services` maps Service references to addresses.
         self.admission = WebhookAdmission(self.registry, self.storage)
-        self.handlers.admission = self.admission
+        self.handlers = Handlers(
+            Backend(
+                self.registry, self.storage, self.config, engines,
+                admission=self.admission, fixed_uids=fixed_uids,
+            )
+        )  # fmt: skip
         self.gc = GarbageCollector(self.registry, self.storage, self.handlers)
         self.crds = CrdController(self.registry, self.storage, self.handlers, crd_schema)
         self.version = version
@@ -212,39 +218,38 @@ class ApiServer:
             return await self._review(rt, req)
         if verb == "get":
             if sub == "scale":
-                return h.get_scale(rt, ns, name)
-            return await h.get(rt, ns, name, req)
+                return h.scales.get_scale(rt, ns, name)
+            return await h.reads.get(rt, ns, name, req)
         if verb == "list":
-            return await h.list(rt, ns, req)
+            return await h.reads.list(rt, ns, req)
         if verb == "watch":
-            return await h.watch(rt, ns, name, req)
+            return await h.watches.watch(rt, ns, name, req)
         if verb == "create":
             if name:
                 raise errors.method_not_allowed()
-            ctx = h.write_ctx(req, "CreateOptions")
-            return await h.create(rt, ns, h.parse_body(req, rt=rt), ctx)
+            ctx = write_ctx(req, "CreateOptions")
+            return await h.creates.create(rt, ns, parse_body(req, rt=rt), ctx)
         if verb == "update":
+            ctx = write_ctx(req, "UpdateOptions", sub)
             if sub == "scale":
-                ctx = h.write_ctx(req, "UpdateOptions", "scale")
-                return await h.update_scale(rt, ns, name, h.parse_body(req, rt=rt), ctx)
-            ctx = h.write_ctx(req, "UpdateOptions", sub)
-            return await h.update(rt, ns, name, h.parse_body(req, rt=rt), ctx)
+                return await h.scales.update_scale(rt, ns, name, parse_body(req, rt=rt), ctx)
+            return await h.updates.update(rt, ns, name, parse_body(req, rt=rt), ctx)
         if verb == "patch":
-            ctx = h.write_ctx(req, "PatchOptions", sub)
-            return await h.patch(rt, ns, name, req, ctx)
+            ctx = write_ctx(req, "PatchOptions", sub)
+            return await h.patches.patch(rt, ns, name, req, ctx)
         if verb == "delete":
             if sub:
                 raise errors.method_not_allowed()
-            return await h.delete(rt, ns, name, h.delete_options(req), req.user)
+            return await h.deletes.delete(rt, ns, name, delete_options(req), req.user)
         if verb == "deletecollection":
-            return await h.delete_collection(rt, ns, req, h.delete_options(req))
+            return await h.deletes.delete_collection(rt, ns, req, delete_options(req))
         raise errors.method_not_allowed()
 
     async def _review(self, rt: ResourceType, req: ApiRequest) -> ApiResponse:
         fn = self.reviews.get(rt.group_resource)
         if fn is None:
             raise ApiError(404, "NotFound", NOT_FOUND_MESSAGE, {})
-        body = self.handlers.parse_body(req, rt=rt)
+        body = parse_body(req, rt=rt)
         if not isinstance(body, dict):
             raise errors.bad_request(f"Object '{rt.kind}' is not a valid object")
         assert req.user is not None
@@ -252,4 +257,4 @@ class ApiServer:
         result.setdefault("kind", rt.kind)
         result.setdefault("apiVersion", rt.api_version)
         ctx = WriteCtx(user=req.user)
-        return self.handlers.respond_obj(rt, result, 201, ctx)
+        return self.handlers.backend.respond_obj(rt, result, 201, ctx)

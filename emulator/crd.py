@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .deferred import DeferredQueue
 from .errors import ApiError, field_cause
 from .registry import JSON, Cause, Registry, ResourceType, ScaleSpec
 from .storage import GR, Event, Storage
+
+if TYPE_CHECKING:
+    from .handlers import Handlers
 
 CRD_GR: GR = ("apiextensions.k8s.io", "customresourcedefinitions")
 CLEANUP = "customresourcecleanup.apiextensions.k8s.io"
@@ -97,7 +100,7 @@ class CrdController:
         self,
         registry: Registry,
         storage: Storage,
-        handlers: Any,
+        handlers: Handlers,
         crd_schema: CrdSchema | None = None,
     ) -> None:
         self.registry = registry
@@ -217,7 +220,7 @@ class CrdController:
         names.setdefault("singular", names["kind"].lower())
         names.setdefault("listKind", names["kind"] + "List")
         status = dict(crd.get("status") or {})
-        now = self.handlers.now()
+        now = self.handlers.backend.now()
         existing = {c.get("type"): c for c in status.get("conditions") or []}
         conditions = [
             existing.get("NamesAccepted")
@@ -255,7 +258,7 @@ class CrdController:
                 remaining = True
                 if obj["metadata"].get("deletionTimestamp"):
                     continue
-                self.handlers.delete_one(
+                self.handlers.deletes.delete_one(
                     rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"], {}
                 )
         if remaining and any(self.storage.count((g, r)) for g, _, r in keys):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from .deferred import DeferredQueue
 from .errors import ApiError
+from .handlers.context import WriteCtx
 from .registry import JSON, Registry, ResourceType
 from .storage import GR, Event, Storage
 
@@ -136,13 +137,13 @@ class GarbageCollector:
         # Every owner is gone: delete, propagating as the owner asked (foreground when any
         # ref blocks its owner, which is how kube's GC picks the policy for dependents).
         policy = "Foreground" if any(r.get("blockOwnerDeletion") for r in refs) else "Background"
-        self.handlers.delete_one(rt, ns, meta["name"], {"propagationPolicy": policy})
+        self.handlers.deletes.delete_one(rt, ns, meta["name"], {"propagationPolicy": policy})
 
     def _write(self, rt: ResourceType, new: JSON) -> None:
-        from .handlers import WriteCtx
-
         new["metadata"].pop("resourceVersion", None)
-        self.handlers.commit_update(rt, new, WriteCtx(user=None, manager="kube-controller-manager"))
+        self.handlers.updates.commit_update(
+            rt, new, WriteCtx(user=None, manager="kube-controller-manager")
+        )
 
     def _orphan(self, gr: GR, owner: JSON) -> None:
         uid = owner["metadata"]["uid"]
@@ -168,7 +169,9 @@ class GarbageCollector:
             rt = self._rt(key[0])
             if dep is None or rt is None or dep["metadata"].get("deletionTimestamp"):
                 continue
-            self.handlers.delete_one(rt, key[1], key[2], {"propagationPolicy": "Foreground"})
+            self.handlers.deletes.delete_one(
+                rt, key[1], key[2], {"propagationPolicy": "Foreground"}
+            )
         self._foreground_recheck_owner(gr, owner)
 
     def _foreground_recheck(self, dependent: JSON) -> None:
@@ -219,7 +222,7 @@ class GarbageCollector:
                 if obj["metadata"].get("deletionTimestamp"):
                     continue
                 try:
-                    self.handlers.delete_one(rt, name, obj["metadata"]["name"], {})
+                    self.handlers.deletes.delete_one(rt, name, obj["metadata"]["name"], {})
                 except ApiError:
                     continue
         if self.storage.namespaces_with_content(name):

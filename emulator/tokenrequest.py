@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .errors import field_cause
+from .handlers.body import parse_body
 from .pki import InvalidTokenError, ServiceAccountTokenIssuer
 from .timefmt import parse_time, rfc3339
 from .wire import ApiRequest, ApiResponse, UserInfo
@@ -333,7 +334,7 @@ def _quoted(value: Any) -> str:
 
 
 def _request_body(api: ApiServer, req: ApiRequest, rt: ResourceType) -> JSON:
-    body = api.handlers.parse_body(req, rt=rt)
+    body = parse_body(req, rt=rt)
     if not isinstance(body, dict):
         raise errors.bad_request(f"Object '{KIND}' is not a valid object")
     kind, api_version = body.get("kind"), body.get("apiVersion")
