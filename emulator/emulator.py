@@ -131,6 +131,7 @@ class Emulator:
         await self.server.start()
         ctx = ControllerContext(
             api=self.api.loopback(),
+            storage=self.api.storage,
             ca=self.ca,
             sa_tokens=self.sa_tokens,
             cluster_name=self.name,

@@ -256,7 +256,8 @@ class Faults:
     async def drop_watches(self, *, include_loopback: bool = False) -> int:
         """Cut every open watch connection of the fronts (clients see the stream break).
         With `include_loopback`, also end the server-side watches of in-process clients
-        (the emulator's own controllers)."""
+        (loopback clients; the emulator's own controllers are fed by the storage and keep
+        their subscriptions, as kube-apiserver's own parts do)."""
         dropped = 0
         for front in list(self._fronts):
             dropped += await front.drop_streams()

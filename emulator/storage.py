@@ -67,6 +67,21 @@ class Event:
     lines: dict[str, bytes] = field(default_factory=dict)
 
 
+def seen_as(ev: Event, match: Callable[[JSON], bool] | None) -> str | None:
+    """The type `ev` has for a watcher of the objects `match` selects (None: every object),
+    or None when it is none of the watcher's business: an object that comes into the
+    selection is ADDED, one that leaves it DELETED, as kube's filtered watches report them."""
+    if match is None:
+        return ev.type
+    if ev.type == "DELETED":
+        return ev.type if match(ev.prev if ev.prev is not None else ev.obj) else None
+    now = match(ev.obj)
+    before = ev.prev is not None and match(ev.prev)
+    if ev.type == "ADDED" or not before:
+        return "ADDED" if now else None
+    return ev.type if now else "DELETED"
+
+
 class Watcher:
     """One open watch: a queue fed by the storage, drained by the HTTP stream."""
 

@@ -1,19 +1,22 @@
 """Controllers the emulated control planes run, and the context they share.
 
 Each controller is `async def run(ctx: ControllerContext) -> None`: it runs until
-cancelled and talks to the API server only through `ctx.api` (a Loopback), like
-kube-controller-manager talks to kube-apiserver. Timings live in `Knobs` so tests
-can shorten them.
+cancelled. As an in-process part of the emulated control plane it reads `ctx.storage` and
+subscribes to its writes (`subscription.Subscription`), and it writes through `ctx.api` (a
+Loopback) like any client, so its writes are validated, admitted and watched as a
+controller-manager's are. Timings live in `Knobs` so tests can shorten them.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from emulator.loopback import Loopback
+from emulator.storage import Storage
 
 
 class SigningAuthority(Protocol):
@@ -62,13 +65,14 @@ class Knobs:
     # Workload simulator: how long until objects look ready.
     workload_ready_delay: float = 0.5
     simulate_pods: bool = True
-    # Back-off after a failed list/watch or reconcile.
+    # Back-off after a failed reconcile.
     retry_delay: float = 0.5
 
 
 @dataclass
 class ControllerContext:
     api: Loopback
+    storage: Storage
     ca: SigningAuthority
     sa_tokens: TokenIssuer
     # The emulator's name: the member's cluster name, or the control plane's name.
@@ -80,3 +84,14 @@ class ControllerContext:
 
 
 Controller = Callable[[ControllerContext], Awaitable[None]]
+
+
+async def run_all(*jobs: Awaitable[None]) -> None:
+    """Run jobs until cancelled; if one fails, the others are cancelled too."""
+    async with asyncio.TaskGroup() as group:
+        for job in jobs:
+            group.create_task(_as_coroutine(job))
+
+
+async def _as_coroutine(job: Awaitable[None]) -> None:
+    await job

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import logging
 
-from emulator.controllers import ControllerContext
+from emulator.controllers import ControllerContext, run_all
 from emulator.controllers.csr_rules import (
     CLIENT_SIGNER,
     ParsedRequest,
@@ -19,8 +19,9 @@ from emulator.controllers.csr_rules import (
     check_agent_request,
     parse_csr_object,
 )
-from emulator.controllers.csr_signer import CSR_PATH
-from emulator.controllers.informer import Informer, WorkQueue, run_all
+from emulator.controllers.csr_signer import CSR_PATH, CSRS
+from emulator.controllers.subscription import Subscription
+from emulator.controllers.workqueue import WorkQueue
 from emulator.loopback import JSON
 from emulator.timefmt import rfc3339
 
@@ -51,10 +52,10 @@ def _recognised(subresource: str, csr: JSON, request: ParsedRequest) -> bool:
 
 
 async def run(ctx: ControllerContext) -> None:
-    informer = Informer(ctx.api, CSR_PATH, retry_delay=ctx.knobs.retry_delay)
+    csrs = Subscription(ctx.storage, CSRS)
 
     async def reconcile(name: str) -> None:
-        csr = informer.get(name)
+        csr = csrs.get(name)
         if csr is not None:
             await approve_one(ctx, csr)
 
@@ -64,8 +65,8 @@ async def run(ctx: ControllerContext) -> None:
         if event_type != "DELETED" and obj.get("spec", {}).get("signerName") == CLIENT_SIGNER:
             queue.add(obj["metadata"]["name"])
 
-    informer.add_handler(on_event)
-    await run_all(informer.run(), queue.run())
+    csrs.add_handler(on_event)
+    await run_all(csrs.run(), queue.run())
 
 
 async def _allowed(ctx: ControllerContext, csr: JSON, subresource: str) -> bool:

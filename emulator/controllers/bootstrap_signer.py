@@ -17,8 +17,9 @@ import hmac
 import json
 from datetime import datetime
 
-from emulator.controllers import ControllerContext
-from emulator.controllers.informer import Informer, WorkQueue, run_all
+from emulator.controllers import ControllerContext, run_all
+from emulator.controllers.subscription import Subscription, object_key
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import parse_time
@@ -91,18 +92,23 @@ def signed_data(data: dict[str, str], tokens: dict[str, str]) -> dict[str, str]:
     return out
 
 
-async def run(ctx: ControllerContext) -> None:
-    secrets = Informer(
-        ctx.api,
-        "/api/v1/namespaces/kube-system/secrets",
-        retry_delay=ctx.knobs.retry_delay,
-        fieldSelector=f"type={BOOTSTRAP_TOKEN_TYPE}",
+def bootstrap_tokens(ctx: ControllerContext) -> Subscription:
+    """The bootstrap token Secrets in kube-system."""
+    return Subscription(
+        ctx.storage,
+        ("", "secrets"),
+        namespace="kube-system",
+        where=lambda s: s.get("type") == BOOTSTRAP_TOKEN_TYPE,
     )
-    cluster_info = Informer(
-        ctx.api,
-        "/api/v1/namespaces/kube-public/configmaps",
-        retry_delay=ctx.knobs.retry_delay,
-        fieldSelector="metadata.name=cluster-info",
+
+
+async def run(ctx: ControllerContext) -> None:
+    secrets = bootstrap_tokens(ctx)
+    cluster_info = Subscription(
+        ctx.storage,
+        ("", "configmaps"),
+        namespace="kube-public",
+        where=lambda c: c["metadata"]["name"] == "cluster-info",
     )
     expiry_timers: list[asyncio.TimerHandle] = []
 
@@ -111,7 +117,7 @@ async def run(ctx: ControllerContext) -> None:
         for timer in expiry_timers:
             timer.cancel()
         expiry_timers.clear()
-        all_secrets = list(secrets.cache.values())
+        all_secrets = secrets.items()
         # Re-sign when the next token expires.
         for secret in all_secrets:
             expiry = token_expiry(secret)
@@ -143,12 +149,7 @@ async def run(ctx: ControllerContext) -> None:
 
 async def run_token_cleaner(ctx: ControllerContext) -> None:
     """Delete bootstrap token Secrets once they expire (kube's tokencleaner)."""
-    secrets = Informer(
-        ctx.api,
-        "/api/v1/namespaces/kube-system/secrets",
-        retry_delay=ctx.knobs.retry_delay,
-        fieldSelector=f"type={BOOTSTRAP_TOKEN_TYPE}",
-    )
+    secrets = bootstrap_tokens(ctx)
 
     async def clean(key: str) -> None:
         secret = secrets.get(key)
@@ -179,7 +180,7 @@ async def run_token_cleaner(ctx: ControllerContext) -> None:
 
     def on_event(event_type: str, obj: JSON) -> None:
         if event_type != "DELETED":
-            queue.add(f"kube-system/{obj['metadata']['name']}")
+            queue.add(object_key(obj))
 
     secrets.add_handler(on_event)
     await run_all(secrets.run(), queue.run())

@@ -16,13 +16,16 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from emulator.controllers import ControllerContext
-from emulator.controllers.informer import Informer, WorkQueue, run_all
+from emulator.controllers import ControllerContext, run_all
+from emulator.controllers.subscription import Subscription
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import parse_time, rfc3339
 
 CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
+CLUSTERS = ("cluster.karmada.io", "clusters")
+SYSTEM_LABEL = "karmada.io/system"
 FINALIZER = "karmada.io/cluster-controller"
 EXECUTION_FINALIZER = "karmada.io/execution-controller"
 EXECUTION_PREFIX = "karmada-es-"
@@ -72,12 +75,11 @@ class _Health:
 
 
 async def run(ctx: ControllerContext) -> None:
-    clusters = Informer(ctx.api, CLUSTERS_PATH, retry_delay=ctx.knobs.retry_delay)
-    namespaces = Informer(
-        ctx.api,
-        "/api/v1/namespaces",
-        retry_delay=ctx.knobs.retry_delay,
-        labelSelector="karmada.io/system=true",
+    clusters = Subscription(ctx.storage, CLUSTERS)
+    namespaces = Subscription(
+        ctx.storage,
+        ("", "namespaces"),
+        where=lambda ns: (ns["metadata"].get("labels") or {}).get(SYSTEM_LABEL) == "true",
     )
 
     async def reconcile(name: str) -> None:
@@ -120,7 +122,7 @@ async def _sync(ctx: ControllerContext, cluster: JSON) -> None:
                 {
                     "apiVersion": "v1",
                     "kind": "Namespace",
-                    "metadata": {"name": namespace, "labels": {"karmada.io/system": "true"}},
+                    "metadata": {"name": namespace, "labels": {SYSTEM_LABEL: "true"}},
                 },
             )
         except ApiError as create_exc:
@@ -176,15 +178,14 @@ async def _remove(ctx: ControllerContext, cluster: JSON, queue: WorkQueue) -> No
         await ctx.api.update(f"{CLUSTERS_PATH}/{name}", updated)
 
 
-async def _monitor(ctx: ControllerContext, clusters: Informer) -> None:
+async def _monitor(ctx: ControllerContext, clusters: Subscription) -> None:
     health: dict[str, _Health] = {}
     while True:
         await asyncio.sleep(ctx.knobs.cluster_monitor_period)
-        await clusters.synced.wait()
         for name in list(health):
             if clusters.get(name) is None:
                 del health[name]
-        for name in list(clusters.cache):
+        for name in [c["metadata"]["name"] for c in clusters.items()]:
             for _attempt in range(5):
                 cluster = clusters.get(name)
                 if cluster is None:

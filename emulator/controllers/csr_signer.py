@@ -6,7 +6,7 @@ import asyncio
 import base64
 from datetime import timedelta
 
-from emulator.controllers import ControllerContext, Knobs
+from emulator.controllers import ControllerContext, Knobs, run_all
 from emulator.controllers.csr_rules import (
     RequestRejectedError,
     check_for_signer,
@@ -14,12 +14,14 @@ from emulator.controllers.csr_rules import (
     is_approved,
     parse_csr_object,
 )
-from emulator.controllers.informer import Informer, WorkQueue, run_all
+from emulator.controllers.subscription import Subscription
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import rfc3339
 
 CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+CSRS = ("certificates.k8s.io", "certificatesigningrequests")
 
 
 def signing_duration(knobs: Knobs, expiration_seconds: int | None) -> timedelta:
@@ -33,17 +35,17 @@ def signing_duration(knobs: Knobs, expiration_seconds: int | None) -> timedelta:
 
 
 async def run(ctx: ControllerContext) -> None:
-    informer = Informer(ctx.api, CSR_PATH, retry_delay=ctx.knobs.retry_delay)
+    csrs = Subscription(ctx.storage, CSRS)
 
     async def reconcile(name: str) -> None:
-        csr = informer.get(name)
+        csr = csrs.get(name)
         if csr is None:
             return
         await sign_one(ctx, csr)
 
     queue = WorkQueue(reconcile, retry_delay=ctx.knobs.retry_delay)
-    informer.add_handler(lambda _t, obj: queue.add(obj["metadata"]["name"]))
-    await run_all(informer.run(), queue.run())
+    csrs.add_handler(lambda _t, obj: queue.add(obj["metadata"]["name"]))
+    await run_all(csrs.run(), queue.run())
 
 
 async def sign_one(ctx: ControllerContext, csr: JSON) -> None:

@@ -16,8 +16,9 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from emulator.controllers import ControllerContext
-from emulator.controllers.informer import Informer, WorkQueue, run_all, split_key
+from emulator.controllers import ControllerContext, run_all
+from emulator.controllers.subscription import Subscription, object_key, split_key
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 
@@ -30,25 +31,23 @@ _RESERVED_LABELS = (SERVICE_NAME_LABEL, MANAGED_BY_LABEL, "service.kubernetes.io
 
 
 async def run(ctx: ControllerContext) -> None:
-    delay = ctx.knobs.retry_delay
-    services = Informer(ctx.api, "/api/v1/services", retry_delay=delay)
-    pods = Informer(ctx.api, "/api/v1/pods", retry_delay=delay)
-    slices = Informer(
-        ctx.api,
-        "/apis/discovery.k8s.io/v1/endpointslices",
-        retry_delay=delay,
-        labelSelector=f"{MANAGED_BY_LABEL}={CONTROLLER_NAME}",
+    services = Subscription(ctx.storage, ("", "services"))
+    pods = Subscription(ctx.storage, ("", "pods"))
+    slices = Subscription(
+        ctx.storage,
+        ("discovery.k8s.io", "endpointslices"),
+        where=lambda s: (
+            (s["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == CONTROLLER_NAME
+        ),
     )
-    queue = WorkQueue(_reconciler(ctx, services, pods, slices), retry_delay=delay)
+    queue = WorkQueue(_reconciler(ctx, services, pods, slices), retry_delay=ctx.knobs.retry_delay)
 
     def service_event(_event_type: str, obj: JSON) -> None:
-        queue.add(_key(obj))
+        queue.add(object_key(obj))
 
     def pod_event(_event_type: str, obj: JSON) -> None:
-        namespace = obj["metadata"].get("namespace", "")
-        for key in services.cache:
-            if split_key(key)[0] == namespace:
-                queue.add(key)
+        for service in services.items(obj["metadata"].get("namespace", "")):
+            queue.add(object_key(service))
 
     def slice_event(_event_type: str, obj: JSON) -> None:
         # Someone else edited or deleted one of our slices: put it back as it should be.
@@ -62,18 +61,10 @@ async def run(ctx: ControllerContext) -> None:
     await run_all(services.run(), pods.run(), slices.run(), queue.run())
 
 
-def _key(obj: JSON) -> str:
-    meta = obj["metadata"]
-    return f"{meta.get('namespace', '')}/{meta['name']}"
-
-
 def _reconciler(
-    ctx: ControllerContext, services: Informer, pods: Informer, slices: Informer
+    ctx: ControllerContext, services: Subscription, pods: Subscription, slices: Subscription
 ) -> Callable[[str], Awaitable[None]]:
     async def reconcile(key: str) -> None:
-        # Wait for all three caches: an unsynced pod cache would empty every slice once.
-        for informer in (services, pods, slices):
-            await informer.synced.wait()
         service = services.get(key)
         if service is None or service["metadata"].get("deletionTimestamp"):
             return
@@ -81,29 +72,18 @@ def _reconciler(
         if not selector:
             return
         namespace, name = split_key(key)
-        selected = sorted(
-            (
-                pod
-                for pod_key, pod in pods.cache.items()
-                if split_key(pod_key)[0] == namespace and _selects(selector, pod)
-            ),
-            key=lambda pod: str(pod["metadata"]["name"]),
-        )
+        selected = [pod for pod in pods.items(namespace) if _selects(selector, pod)]
         endpoints = [ep for ep in (_endpoint(pod) for pod in selected) if ep is not None]
         ports = _ports(service, selected) if endpoints else []
         chunks = [
             endpoints[i : i + MAX_ENDPOINTS_PER_SLICE]
             for i in range(0, len(endpoints), MAX_ENDPOINTS_PER_SLICE)
         ] or [[]]
-        existing = sorted(
-            (
-                s
-                for s in slices.cache.values()
-                if s["metadata"].get("namespace") == namespace
-                and (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name
-            ),
-            key=lambda s: str(s["metadata"]["name"]),
-        )
+        existing = [
+            s
+            for s in slices.items(namespace)
+            if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name
+        ]
         path = f"/apis/discovery.k8s.io/v1/namespaces/{namespace}/endpointslices"
         for index, chunk in enumerate(chunks):
             desired = _slice(service, chunk, ports)

@@ -11,9 +11,9 @@ import base64
 import uuid
 
 from emulator.controllers import ControllerContext
-from emulator.controllers.informer import ensure_created
+from emulator.errors import ApiError
 from emulator.karmada import crds
-from emulator.loopback import JSON
+from emulator.loopback import JSON, Loopback
 from emulator.policy import default_rbac_objects
 from emulator.timefmt import rfc3339
 
@@ -40,6 +40,16 @@ def collection_path(obj: JSON) -> str:
     namespace = obj.get("metadata", {}).get("namespace")
     plural = _PLURALS[obj["kind"]]
     return f"{prefix}/namespaces/{namespace}/{plural}" if namespace else f"{prefix}/{plural}"
+
+
+async def ensure_created(api: Loopback, path: str, body: JSON) -> JSON | None:
+    """POST `body` to the collection at `path`; an existing object is left as it is."""
+    try:
+        return await api.create(path, body)
+    except ApiError as exc:
+        if exc.code == 409 and exc.reason == "AlreadyExists":
+            return None
+        raise
 
 
 async def create_all(ctx: ControllerContext, objects: list[JSON]) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import copy
 
-from emulator.controllers import ControllerContext
-from emulator.controllers.informer import Informer, WorkQueue, run_all, split_key
+from emulator.controllers import ControllerContext, run_all
+from emulator.controllers.subscription import Subscription, object_key, split_key
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 
@@ -27,57 +28,52 @@ def _b64(text: str | bytes) -> str:
 
 
 async def run(ctx: ControllerContext) -> None:
-    secrets = Informer(
-        ctx.api,
-        "/api/v1/secrets",
-        retry_delay=ctx.knobs.retry_delay,
-        fieldSelector=f"type={TOKEN_TYPE}",
+    secrets = Subscription(
+        ctx.storage, ("", "secrets"), where=lambda s: s.get("type") == TOKEN_TYPE
     )
-    accounts = Informer(ctx.api, "/api/v1/serviceaccounts", retry_delay=ctx.knobs.retry_delay)
+    accounts = Subscription(ctx.storage, ("", "serviceaccounts"))
 
     async def sync_secret(key: str) -> None:
-        namespace, name = split_key(key)
-        await _sync_secret(ctx, namespace, name)
+        secret = secrets.get(key)
+        if secret is not None:
+            await _sync_secret(ctx, secret, accounts)
 
     async def sync_account(key: str) -> None:
         if accounts.get(key) is not None:
             return
-        namespace, name = split_key(key)
         # The ServiceAccount is gone: its token Secrets go too.
-        for secret_key, secret in list(secrets.cache.items()):
-            annotations = secret.get("metadata", {}).get("annotations") or {}
-            if (
-                secret_key.startswith(f"{namespace}/")
-                and annotations.get(SA_NAME_ANNOTATION) == name
-            ):
-                await _delete(ctx, namespace, secret["metadata"]["name"])
+        namespace, name = split_key(key)
+        for secret in _tokens_of(secrets, namespace, name):
+            await _delete(ctx, namespace, secret["metadata"]["name"])
 
     secret_queue = WorkQueue(sync_secret, retry_delay=ctx.knobs.retry_delay)
     account_queue = WorkQueue(sync_account, retry_delay=ctx.knobs.retry_delay)
 
     def on_secret(event_type: str, obj: JSON) -> None:
         if event_type != "DELETED":
-            meta = obj["metadata"]
-            secret_queue.add(f"{meta.get('namespace', '')}/{meta['name']}")
+            secret_queue.add(object_key(obj))
 
     def on_account(event_type: str, obj: JSON) -> None:
-        meta = obj["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
         if event_type == "DELETED":
-            account_queue.add(key)
-        else:
-            # A Secret created before its ServiceAccount waits for it here.
-            for secret_key, secret in secrets.cache.items():
-                annotations = secret.get("metadata", {}).get("annotations") or {}
-                if (
-                    secret_key.startswith(f"{meta.get('namespace', '')}/")
-                    and annotations.get(SA_NAME_ANNOTATION) == meta["name"]
-                ):
-                    secret_queue.add(secret_key)
+            account_queue.add(object_key(obj))
+            return
+        # A Secret created before its ServiceAccount waits for it here.
+        meta = obj["metadata"]
+        for secret in _tokens_of(secrets, meta.get("namespace", ""), meta["name"]):
+            secret_queue.add(object_key(secret))
 
     secrets.add_handler(on_secret)
     accounts.add_handler(on_account)
     await run_all(secrets.run(), accounts.run(), secret_queue.run(), account_queue.run())
+
+
+def _tokens_of(secrets: Subscription, namespace: str, account: str) -> list[JSON]:
+    """The token Secrets in `namespace` that name the ServiceAccount `account`."""
+    return [
+        s
+        for s in secrets.items(namespace)
+        if (s["metadata"].get("annotations") or {}).get(SA_NAME_ANNOTATION) == account
+    ]
 
 
 async def _delete(ctx: ControllerContext, namespace: str, name: str) -> None:
@@ -88,28 +84,14 @@ async def _delete(ctx: ControllerContext, namespace: str, name: str) -> None:
             raise
 
 
-async def _sync_secret(ctx: ControllerContext, namespace: str, name: str) -> None:
-    try:
-        secret = await ctx.api.get(f"/api/v1/namespaces/{namespace}/secrets/{name}")
-    except ApiError as exc:
-        if exc.code == 404:
-            return
-        raise
-    if secret.get("type") != TOKEN_TYPE or secret["metadata"].get("deletionTimestamp"):
+async def _sync_secret(ctx: ControllerContext, secret: JSON, accounts: Subscription) -> None:
+    if secret["metadata"].get("deletionTimestamp"):
         return
+    namespace, name = secret["metadata"].get("namespace", ""), secret["metadata"]["name"]
     annotations: dict[str, str] = secret["metadata"].get("annotations") or {}
     sa_name = annotations.get(SA_NAME_ANNOTATION, "")
     wanted_uid = annotations.get(SA_UID_ANNOTATION, "")
-    try:
-        account = (
-            await ctx.api.get(f"/api/v1/namespaces/{namespace}/serviceaccounts/{sa_name}")
-            if sa_name
-            else None
-        )
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
-        account = None
+    account = accounts.get(f"{namespace}/{sa_name}") if sa_name else None
     if account is None or (wanted_uid and account["metadata"].get("uid") != wanted_uid):
         await _delete(ctx, namespace, name)
         return

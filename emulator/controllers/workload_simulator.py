@@ -15,8 +15,9 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable
 
-from emulator.controllers import ControllerContext
-from emulator.controllers.informer import Informer, WorkQueue, run_all, split_key
+from emulator.controllers import ControllerContext, run_all
+from emulator.controllers.subscription import Subscription, object_key, split_key
+from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import rfc3339
@@ -25,12 +26,12 @@ Status = Callable[[ControllerContext, JSON, "Nodes"], JSON | None]
 
 
 class Nodes:
-    def __init__(self, informer: Informer) -> None:
-        self.informer = informer
+    def __init__(self, nodes: Subscription) -> None:
+        self.nodes = nodes
 
     def names(self, selector: dict[str, str] | None = None) -> list[str]:
         out = []
-        for node in self.informer.cache.values():
+        for node in self.nodes.items():
             labels = node.get("metadata", {}).get("labels") or {}
             if all(labels.get(k) == v for k, v in (selector or {}).items()):
                 out.append(node["metadata"]["name"])
@@ -222,15 +223,16 @@ def pvc_status(_ctx: ControllerContext, obj: JSON, _nodes: Nodes) -> JSON | None
     return status
 
 
+# resource -> (API group, its status); every one is served as v1.
 KINDS: dict[str, tuple[str, Status]] = {
-    "deployments": ("/apis/apps/v1", deployment_status),
-    "statefulsets": ("/apis/apps/v1", statefulset_status),
-    "daemonsets": ("/apis/apps/v1", daemonset_status),
-    "replicasets": ("/apis/apps/v1", replicaset_status),
-    "jobs": ("/apis/batch/v1", job_status),
-    "pods": ("/api/v1", pod_status),
-    "services": ("/api/v1", service_status),
-    "persistentvolumeclaims": ("/api/v1", pvc_status),
+    "deployments": ("apps", deployment_status),
+    "statefulsets": ("apps", statefulset_status),
+    "daemonsets": ("apps", daemonset_status),
+    "replicasets": ("apps", replicaset_status),
+    "jobs": ("batch", job_status),
+    "pods": ("", pod_status),
+    "services": ("", service_status),
+    "persistentvolumeclaims": ("", pvc_status),
 }
 
 
@@ -246,28 +248,26 @@ def _without_times(status: JSON) -> JSON:
 
 
 async def run(ctx: ControllerContext) -> None:
-    nodes = Nodes(Informer(ctx.api, "/api/v1/nodes", retry_delay=ctx.knobs.retry_delay))
-    jobs = [nodes.informer.run()]
-    informers: dict[str, Informer] = {}
-    for resource, (prefix, status_fn) in KINDS.items():
-        informer = Informer(ctx.api, f"{prefix}/{resource}", retry_delay=ctx.knobs.retry_delay)
-        informers[resource] = informer
+    nodes = Nodes(Subscription(ctx.storage, ("", "nodes")))
+    jobs = [nodes.nodes.run()]
+    kinds: dict[str, Subscription] = {}
+    for resource, (group, status_fn) in KINDS.items():
+        prefix = f"/apis/{group}/v1" if group else "/api/v1"
+        objects = Subscription(ctx.storage, (group, resource))
+        kinds[resource] = objects
         queue = WorkQueue(
-            _reconciler(ctx, resource, prefix, status_fn, informer, nodes, informers),
+            _reconciler(ctx, resource, prefix, status_fn, objects, nodes, kinds),
             retry_delay=ctx.knobs.retry_delay,
         )
-        informer.add_handler(_delayed_enqueue(ctx, queue))
-        jobs += [informer.run(), queue.run()]
+        objects.add_handler(_delayed_enqueue(ctx, queue))
+        jobs += [objects.run(), queue.run()]
     await run_all(*jobs)
 
 
 def _delayed_enqueue(ctx: ControllerContext, queue: WorkQueue) -> Callable[[str, JSON], None]:
     def handler(event_type: str, obj: JSON) -> None:
-        if event_type == "DELETED":
-            return
-        meta = obj["metadata"]
-        key = f"{meta.get('namespace', '')}/{meta['name']}"
-        queue.add_after(key, ctx.knobs.workload_ready_delay)
+        if event_type != "DELETED":
+            queue.add_after(object_key(obj), ctx.knobs.workload_ready_delay)
 
     return handler
 
@@ -277,12 +277,12 @@ def _reconciler(
     resource: str,
     prefix: str,
     status_fn: Status,
-    informer: Informer,
+    objects: Subscription,
     nodes: Nodes,
-    informers: dict[str, Informer],
+    kinds: dict[str, Subscription],
 ) -> Callable[[str], Awaitable[None]]:
     async def reconcile(key: str) -> None:
-        obj = informer.get(key)
+        obj = objects.get(key)
         if obj is None or obj["metadata"].get("deletionTimestamp"):
             return
         namespace, name = split_key(key)
@@ -290,9 +290,9 @@ def _reconciler(
         if resource == "pods" and not obj.get("spec", {}).get("nodeName"):
             obj = await _schedule(ctx, obj, path, nodes) or obj
         if ctx.knobs.simulate_pods and resource == "deployments":
-            await _ensure_replicaset(ctx, obj, informers["replicasets"])
+            await _ensure_replicaset(ctx, obj, kinds["replicasets"])
         if ctx.knobs.simulate_pods and resource == "replicasets":
-            await _ensure_pods(ctx, obj, informers["pods"], nodes)
+            await _ensure_pods(ctx, obj, kinds["pods"], nodes)
         status = status_fn(ctx, obj, nodes)
         if status is None or _without_times(status) == _without_times(obj.get("status") or {}):
             return
@@ -341,7 +341,7 @@ def _owned_by(obj: JSON, owner: JSON) -> bool:
 
 
 async def _ensure_replicaset(
-    ctx: ControllerContext, deployment: JSON, replicasets: Informer
+    ctx: ControllerContext, deployment: JSON, replicasets: Subscription
 ) -> None:
     meta = deployment["metadata"]
     namespace = meta.get("namespace", "default")
@@ -354,15 +354,15 @@ async def _ensure_replicaset(
     selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
     replicas = _replicas(deployment)
     path = f"/apis/apps/v1/namespaces/{namespace}/replicasets"
-    for key, rs in list(replicasets.cache.items()):
-        if not key.startswith(f"{namespace}/") or not _owned_by(rs, deployment):
+    for rs in replicasets.items(namespace):
+        if not _owned_by(rs, deployment):
             continue
         wanted = replicas if rs["metadata"]["name"] == name else 0
         if _replicas(rs) != wanted:
             updated = copy.deepcopy(rs)
             updated["spec"]["replicas"] = wanted
             await ctx.api.update(f"{path}/{rs['metadata']['name']}", updated)
-    if f"{namespace}/{name}" in replicasets.cache:
+    if replicasets.get(f"{namespace}/{name}") is not None:
         return
     body: JSON = {
         "apiVersion": "apps/v1",
@@ -382,13 +382,10 @@ async def _ensure_replicaset(
             raise
 
 
-async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Informer, nodes: Nodes) -> None:
+async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Subscription, nodes: Nodes) -> None:
     meta = rs["metadata"]
     namespace = meta.get("namespace", "default")
-    owned = sorted(
-        (p for k, p in pods.cache.items() if k.startswith(f"{namespace}/") and _owned_by(p, rs)),
-        key=lambda p: p["metadata"]["name"],
-    )
+    owned = [p for p in pods.items(namespace) if _owned_by(p, rs)]
     wanted = _replicas(rs)
     path = f"/api/v1/namespaces/{namespace}/pods"
     for pod in owned[wanted:]:

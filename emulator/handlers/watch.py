@@ -11,7 +11,7 @@ from .. import errors
 from ..errors import ApiError
 from ..registry import JSON, ResourceType
 from ..selectors import FieldSelector, parse_field_selector
-from ..storage import Event, Watcher
+from ..storage import Event, Watcher, seen_as
 from ..wire import ApiRequest, ApiResponse
 from .backend import JSON_CT, Backend, dumps
 from .selection import matcher, selectors, validate_list_options
@@ -81,20 +81,9 @@ class Watches:
     def _event_line(
         self, rt: ResourceType, ev: Event, match: Callable[[JSON], bool] | None
     ) -> bytes | None:
-        type_ = ev.type
-        if match is not None:
-            if type_ == "DELETED":
-                if not match(ev.prev if ev.prev is not None else ev.obj):
-                    return None
-            else:
-                now = match(ev.obj)
-                before = ev.prev is not None and match(ev.prev)
-                if type_ == "ADDED" or not before:
-                    if not now:
-                        return None
-                    type_ = "ADDED"
-                elif not now:
-                    type_ = "DELETED"
+        type_ = seen_as(ev, match)
+        if type_ is None:
+            return None
         key = type_ + "|" + rt.api_version
         line = ev.lines.get(key)
         if line is None:

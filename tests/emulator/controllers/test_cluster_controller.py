@@ -8,9 +8,10 @@ from typing import Any
 from emulator import karmada_types
 from emulator.controllers import cluster_controller
 from emulator.karmada import crds
+from emulator.storage import Event
 from emulator.timefmt import micro_time
 
-from .fake_api import FakeApi, Running, eventually, make_ctx
+from .harness import ControlPlane, Running, eventually
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
 LEASES = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases"
@@ -33,12 +34,20 @@ def cluster(name: str = "member1", mode: str = "Pull") -> dict[str, Any]:
     }
 
 
-def ready(api: FakeApi, name: str = "member1") -> dict[str, Any] | None:
-    obj = api.stored(f"{CLUSTERS}/{name}") or {}
+async def karmada(**knobs: Any) -> ControlPlane:
+    """A Karmada control plane as karmadactl init leaves it (namespaces, CRDs, RBAC)."""
+    plane = ControlPlane("karmada", name="karmada", **knobs)
+    await plane.seed(plane.ctx)
+    return plane
+
+
+def ready(plane: ControlPlane, name: str = "member1") -> dict[str, Any] | None:
+    obj = plane.stored(f"{CLUSTERS}/{name}") or {}
     return cluster_controller.ready_condition(obj)
 
 
-async def set_ready(api: FakeApi, status: str, name: str = "member1") -> None:
+async def set_ready(plane: ControlPlane, status: str, name: str = "member1") -> None:
+    api = plane.api
     obj = await api.get(f"{CLUSTERS}/{name}")
     obj["status"] = {
         "conditions": [
@@ -55,53 +64,56 @@ async def set_ready(api: FakeApi, status: str, name: str = "member1") -> None:
 
 
 async def test_new_cluster_gets_namespace_finalizer_and_taints() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api, cluster_monitor_period=3600)
-    async with Running(cluster_controller.run(ctx)):
+    plane = await karmada(cluster_monitor_period=3600)
+    api = plane.api
+    async with Running(cluster_controller.run(plane.ctx)):
         await api.create(CLUSTERS, cluster())
         obj = await eventually(
             lambda: (
-                (c := api.stored(f"{CLUSTERS}/member1"))
+                (c := plane.stored(f"{CLUSTERS}/member1"))
                 and "karmada.io/cluster-controller" in (c["metadata"].get("finalizers") or [])
                 and c
             )
         )
-        assert api.stored("/api/v1/namespaces/karmada-es-member1") is not None
-        labels = api.stored("/api/v1/namespaces/karmada-es-member1")["metadata"]["labels"]  # type: ignore[index]
-        assert labels == {"karmada.io/system": "true"}
+        assert plane.stored("/api/v1/namespaces/karmada-es-member1") is not None
+        labels = plane.stored("/api/v1/namespaces/karmada-es-member1")["metadata"]["labels"]  # type: ignore[index]
+        assert labels == {
+            "karmada.io/system": "true",
+            "kubernetes.io/metadata.name": "karmada-es-member1",
+        }
         assert [(t["key"], t["effect"]) for t in obj["spec"]["taints"]] == [
             ("cluster.karmada.io/not-ready", "NoSchedule")
         ]
-        await set_ready(api, "True")
+        await set_ready(plane, "True")
         await eventually(
-            lambda: not (api.stored(f"{CLUSTERS}/member1") or {})["spec"].get("taints")
+            lambda: not (plane.stored(f"{CLUSTERS}/member1") or {})["spec"].get("taints")
         )
-        await set_ready(api, "Unknown")
+        await set_ready(plane, "Unknown")
         taints = await eventually(
-            lambda: (api.stored(f"{CLUSTERS}/member1") or {})["spec"].get("taints")
+            lambda: (plane.stored(f"{CLUSTERS}/member1") or {})["spec"].get("taints")
         )
         assert [t["key"] for t in taints] == ["cluster.karmada.io/unreachable"]
 
 
-async def monitor_passes(api: FakeApi, count: int) -> None:
+async def monitor_passes(plane: ControlPlane, count: int) -> None:
     """Wait until the monitor has read the Lease `count` more times."""
 
     def reads() -> int:
-        return len([c for c in api.calls if c == ("get", f"{LEASES}/member1")])
+        return plane.calls("get", f"{LEASES}/member1")
 
     start = reads()
     await eventually(lambda: reads() >= start + count)
 
 
 async def test_stale_lease_makes_pull_cluster_unknown() -> None:
-    api = FakeApi()
+    plane = await karmada(cluster_monitor_period=0.02, cluster_monitor_grace_period=40)
+    api, ctx = plane.api, plane.ctx
     clock = Clock()
-    ctx = make_ctx(api, cluster_monitor_period=0.02, cluster_monitor_grace_period=40)
     ctx.clock = clock
     await api.create(CLUSTERS, cluster())
     await api.create(CLUSTERS, cluster("pusher", "Push"))
-    await set_ready(api, "True")
-    await set_ready(api, "True", "pusher")
+    await set_ready(plane, "True")
+    await set_ready(plane, "True", "pusher")
     lease = await api.create(
         LEASES,
         {
@@ -113,29 +125,29 @@ async def test_stale_lease_makes_pull_cluster_unknown() -> None:
         await eventually(
             lambda: (
                 "karmada.io/cluster-controller"
-                in ((api.stored(f"{CLUSTERS}/member1") or {})["metadata"].get("finalizers") or [])
+                in ((plane.stored(f"{CLUSTERS}/member1") or {})["metadata"].get("finalizers") or [])
             )
         )
         clock.now += timedelta(seconds=30)
         lease["spec"]["renewTime"] = micro_time(clock.now)
         lease = await api.update(f"{LEASES}/member1", lease)
-        await monitor_passes(api, 2)
+        await monitor_passes(plane, 2)
         clock.now += timedelta(seconds=30)
         # Renewed 30 s ago: within the 40 s grace period, so still Ready after a few periods.
-        await monitor_passes(api, 3)
-        assert ready(api)["status"] == "True"  # type: ignore[index]
+        await monitor_passes(plane, 3)
+        assert ready(plane)["status"] == "True"  # type: ignore[index]
         clock.now += timedelta(seconds=15)
-        condition = await eventually(lambda: (c := ready(api)) and c["status"] == "Unknown" and c)
+        condition = await eventually(lambda: (c := ready(plane)) and c["status"] == "Unknown" and c)
     assert condition["reason"] == "ClusterStatusUnknown"
     assert condition["message"] == "Cluster status controller stopped posting cluster status."
     # Push clusters are not judged by a Lease.
-    assert ready(api, "pusher")["status"] == "True"  # type: ignore[index]
+    assert ready(plane, "pusher")["status"] == "True"  # type: ignore[index]
 
 
 async def test_cluster_that_never_posted_status_after_startup_grace() -> None:
-    api = FakeApi()
+    plane = await karmada(cluster_monitor_period=0.02, cluster_startup_grace_period=60)
+    api, ctx = plane.api, plane.ctx
     clock = Clock()
-    ctx = make_ctx(api, cluster_monitor_period=0.02, cluster_startup_grace_period=60)
     ctx.clock = clock
     created = await api.create(CLUSTERS, cluster())
     clock.now = datetime.fromisoformat(
@@ -143,30 +155,45 @@ async def test_cluster_that_never_posted_status_after_startup_grace() -> None:
     )
     clock.now += timedelta(seconds=61)
     async with Running(cluster_controller.run(ctx)):
-        condition = await eventually(lambda: ready(api))
+        condition = await eventually(lambda: ready(plane))
     assert condition["status"] == "Unknown"
     assert condition["reason"] == "ClusterStatusNeverUpdated"
     assert condition["message"] == "Cluster status controller never posted cluster status."
 
 
 async def test_deleting_cluster_removes_execution_space_then_finalizer() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api, cluster_monitor_period=3600)
+    plane = await karmada(cluster_monitor_period=3600, cluster_cleanup_check_interval=0.05)
+    api = plane.api
     works = "/apis/work.karmada.io/v1alpha1/namespaces/karmada-es-member1/works"
-    async with Running(cluster_controller.run(ctx)):
+    # The finalizers of w1 at each of its changes, as the storage makes them.
+    w1: list[tuple[str, list[str]]] = []
+
+    def on_write(gr: tuple[str, str], ev: Event) -> None:
+        if gr == ("work.karmada.io", "works") and ev.name == "w1":
+            w1.append((ev.type, list(ev.obj["metadata"].get("finalizers") or [])))
+
+    plane.server.storage.listeners.append(on_write)
+    async with Running(cluster_controller.run(plane.ctx)):
         await api.create(CLUSTERS, cluster())
-        await eventually(lambda: api.stored("/api/v1/namespaces/karmada-es-member1"))
+        await eventually(lambda: plane.stored("/api/v1/namespaces/karmada-es-member1"))
         await eventually(
-            lambda: (api.stored(f"{CLUSTERS}/member1") or {})["metadata"].get("finalizers")
+            lambda: (plane.stored(f"{CLUSTERS}/member1") or {})["metadata"].get("finalizers")
         )
         await api.create(
-            works, {"metadata": {"name": "w1", "finalizers": ["karmada.io/execution-controller"]}}
+            works,
+            {
+                "metadata": {"name": "w1", "finalizers": ["karmada.io/execution-controller"]},
+                "spec": {"workload": {"manifests": []}},
+            },
         )
         await api.delete(f"{CLUSTERS}/member1")
-        await eventually(lambda: api.stored(f"{CLUSTERS}/member1") is None)
-    assert api.stored("/api/v1/namespaces/karmada-es-member1") is None
-    # An unready Pull cluster's Works lose the execution finalizer (the agent will not come back).
-    assert api.stored(f"{works}/w1")["metadata"]["finalizers"] == []  # type: ignore[index]
+        await eventually(lambda: plane.stored(f"{CLUSTERS}/member1") is None)
+    assert plane.stored("/api/v1/namespaces/karmada-es-member1") is None
+    # An unready Pull cluster's Works lose the execution finalizer (the agent will not come
+    # back); then the execution namespace goes, and the Work with it.
+    assert ("MODIFIED", []) in w1
+    assert w1[-1][0] == "DELETED"
+    assert plane.stored(f"{works}/w1") is None
 
 
 def test_cluster_create_strategy_defaults_models_and_migrates_zone() -> None:

@@ -11,11 +11,11 @@ from typing import Any
 
 import yaml
 
-from emulator.controllers import bootstrap_signer, token_controller
+from emulator.controllers import bootstrap_signer, seed, token_controller
 from emulator.controllers.bootstrap_signer import detached_jws
 from emulator.controllers.seed import cluster_info_kubeconfig
 
-from .fake_api import FakeApi, Running, eventually, make_ctx
+from .harness import ControlPlane, Running, eventually
 
 SECRETS = "/api/v1/namespaces/ns1/secrets"
 
@@ -33,18 +33,26 @@ def token_secret(name: str, sa: str) -> dict[str, Any]:
     }
 
 
+async def member() -> ControlPlane:
+    """A member cluster with its system namespaces and the namespace ns1."""
+    plane = ControlPlane("member")
+    await seed.seed_common(plane.ctx)
+    await plane.namespace("ns1")
+    return plane
+
+
 async def test_token_controller_fills_secret_of_existing_service_account() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
+    plane = await member()
+    api, ctx = plane.api, plane.ctx
     sa = await api.create(
         "/api/v1/namespaces/ns1/serviceaccounts", {"metadata": {"name": "karmada-member1"}}
     )
     async with Running(token_controller.run(ctx)):
         await api.create(SECRETS, token_secret("karmada-member1", "karmada-member1"))
         secret = await eventually(
-            lambda: (api.stored(f"{SECRETS}/karmada-member1") or {}).get("data")
+            lambda: (plane.stored(f"{SECRETS}/karmada-member1") or {}).get("data")
         )
-    stored = api.stored(f"{SECRETS}/karmada-member1")
+    stored = plane.stored(f"{SECRETS}/karmada-member1")
     assert stored is not None
     assert set(secret) == {"token", "ca.crt", "namespace"}
     assert base64.b64decode(secret["namespace"]) == b"ns1"
@@ -63,16 +71,16 @@ async def test_token_controller_fills_secret_of_existing_service_account() -> No
 
 
 async def test_token_controller_deletes_orphan_and_follows_account_deletion() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
+    plane = await member()
+    api, ctx = plane.api, plane.ctx
     await api.create("/api/v1/namespaces/ns1/serviceaccounts", {"metadata": {"name": "sa"}})
     async with Running(token_controller.run(ctx)):
         await api.create(SECRETS, token_secret("orphan", "missing"))
         await api.create(SECRETS, token_secret("owned", "sa"))
-        await eventually(lambda: api.stored(f"{SECRETS}/orphan") is None)
-        await eventually(lambda: (api.stored(f"{SECRETS}/owned") or {}).get("data"))
+        await eventually(lambda: plane.stored(f"{SECRETS}/orphan") is None)
+        await eventually(lambda: (plane.stored(f"{SECRETS}/owned") or {}).get("data"))
         await api.delete("/api/v1/namespaces/ns1/serviceaccounts/sa")
-        await eventually(lambda: api.stored(f"{SECRETS}/owned") is None)
+        await eventually(lambda: plane.stored(f"{SECRETS}/owned") is None)
 
 
 def bootstrap_token(token_id: str, secret: str, **extra: str) -> dict[str, Any]:
@@ -126,9 +134,16 @@ def test_cluster_info_kubeconfig_has_one_unnamed_cluster() -> None:
     ]
 
 
+async def karmada() -> ControlPlane:
+    """A control plane with its system namespaces and default RBAC (no cluster-info yet)."""
+    plane = ControlPlane("karmada", name="karmada")
+    await seed.seed_common(plane.ctx)
+    return plane
+
+
 async def test_bootstrap_signer_signs_valid_tokens_and_drops_others() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
+    plane = await karmada()
+    api, ctx = plane.api, plane.ctx
     kubeconfig = cluster_info_kubeconfig(ctx.server_url, ctx.ca.cert_pem)
     await api.create(
         "/api/v1/namespaces/kube-public/configmaps",
@@ -139,7 +154,7 @@ async def test_bootstrap_signer_signs_valid_tokens_and_drops_others() -> None:
     soon = (datetime.now(UTC) + timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def data() -> dict[str, str]:
-        stored = api.stored("/api/v1/namespaces/kube-public/configmaps/cluster-info") or {}
+        stored = plane.stored("/api/v1/namespaces/kube-public/configmaps/cluster-info") or {}
         return dict(stored["data"])
 
     async with Running(bootstrap_signer.run(ctx)):
@@ -160,12 +175,12 @@ async def test_bootstrap_signer_signs_valid_tokens_and_drops_others() -> None:
 
 
 async def test_token_cleaner_deletes_expired_tokens() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
+    plane = await karmada()
+    api, ctx = plane.api, plane.ctx
     system = "/api/v1/namespaces/kube-system/secrets"
     past = (datetime.now(UTC) - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     async with Running(bootstrap_signer.run_token_cleaner(ctx)):
         await api.create(system, bootstrap_token("eeeeee", "eeeeeeeeeeeeeeee", expiration=past))
         await api.create(system, bootstrap_token("ffffff", "ffffffffffffffff"))
-        await eventually(lambda: api.stored(f"{system}/bootstrap-token-eeeeee") is None)
-    assert api.stored(f"{system}/bootstrap-token-ffffff") is not None
+        await eventually(lambda: plane.stored(f"{system}/bootstrap-token-eeeeee") is None)
+    assert plane.stored(f"{system}/bootstrap-token-ffffff") is not None

@@ -1,23 +1,22 @@
-"""Workload simulator, member seed, and the shared list+watch helper."""
+"""Workload simulator and the seeds of a member and a control plane."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from emulator.controllers import seed, workload_simulator
-from emulator.controllers.informer import Informer
 from emulator.profiles import member_profile
 
-from .fake_api import FakeApi, Running, eventually, make_ctx
+from .harness import ControlPlane, Running, eventually
 
 APPS = "/apis/apps/v1/namespaces/web"
 
 
 async def test_workloads_become_ready() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api, workload_ready_delay=0.01)
+    plane = ControlPlane("member", workload_ready_delay=0.01)
+    api, ctx = plane.api, plane.ctx
     await seed.seed_member(ctx)
+    await plane.namespace("web")
     template = {
         "metadata": {"labels": {"app": "x"}},
         "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
@@ -61,7 +60,7 @@ async def test_workloads_become_ready() -> None:
         )
 
         def status(path: str) -> dict[str, Any]:
-            return (api.stored(path) or {}).get("status") or {}
+            return (plane.stored(path) or {}).get("status") or {}
 
         deploy = await eventually(
             lambda: (
@@ -92,12 +91,12 @@ async def test_workloads_become_ready() -> None:
                 len(
                     [
                         p
-                        for p in api.items("/api/v1", "pods", "web")
+                        for p in plane.items("/api/v1/namespaces/web/pods")
                         if p.get("status", {}).get("phase") == "Running"
                     ]
                 )
                 == 2
-                and api.items("/api/v1", "pods", "web")
+                and plane.items("/api/v1/namespaces/web/pods")
             )
         )
     assert deploy["observedGeneration"] == 1
@@ -112,7 +111,7 @@ async def test_workloads_become_ready() -> None:
     assert job["completionTime"]
     assert lb["ingress"][0]["ip"]
     assert pvc == "Bound"
-    node_names = {n["metadata"]["name"] for n in api.items("/api/v1", "nodes")}
+    node_names = {n["metadata"]["name"] for n in plane.items("/api/v1/nodes")}
     for pod in pods:
         assert pod["spec"]["nodeName"] in node_names
         assert pod["status"]["podIP"]
@@ -123,42 +122,40 @@ async def test_workloads_become_ready() -> None:
 
 
 async def test_member_seed_nodes_and_namespaces() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
-    await seed.seed_member(ctx)
-    await seed.seed_member(ctx)  # seeding twice is harmless
-    names = [n["metadata"]["name"] for n in api.items("/api/v1", "namespaces")]
+    plane = ControlPlane("member")
+    await seed.seed_member(plane.ctx)
+    await seed.seed_member(plane.ctx)  # seeding twice is harmless
+    names = [n["metadata"]["name"] for n in plane.items("/api/v1/namespaces")]
     assert sorted(names) == sorted(seed.SYSTEM_NAMESPACES)
-    nodes = api.items("/api/v1", "nodes")
+    nodes = plane.items("/api/v1/nodes")
     assert len(nodes) == seed.NODE_COUNT
     status = nodes[0]["status"]
     assert set(status["allocatable"]) >= {"cpu", "memory", "pods", "ephemeral-storage"}
     assert [c["status"] for c in status["conditions"] if c["type"] == "Ready"] == ["True"]
     assert status["nodeInfo"]["kubeletVersion"].startswith("v1.")
     # kube-apiserver's default RBAC is seeded too.
-    assert api.stored("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin") is not None
+    assert plane.stored("/apis/rbac.authorization.k8s.io/v1/clusterroles/cluster-admin") is not None
 
 
 async def test_karmada_seed_objects() -> None:
-    api = FakeApi()
-    ctx = make_ctx(api)
-    await seed.seed_karmada(ctx)
-    names = {n["metadata"]["name"] for n in api.items("/api/v1", "namespaces")}
+    plane = ControlPlane("karmada", name="karmada")
+    await seed.seed_karmada(plane.ctx)
+    names = {n["metadata"]["name"] for n in plane.items("/api/v1/namespaces")}
     assert {"karmada-system", "karmada-cluster", "kube-public"} <= names
-    info = api.stored("/api/v1/namespaces/kube-public/configmaps/cluster-info")
+    info = plane.stored("/api/v1/namespaces/kube-public/configmaps/cluster-info")
     assert info is not None
     assert "server: https://127.0.0.1:5443" in info["data"]["kubeconfig"]
     crds = {
         c["metadata"]["name"]
-        for c in api.items("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions")
+        for c in plane.items("/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
     }
     assert "works.work.karmada.io" in crds
-    binding = api.stored(
+    binding = plane.stored(
         "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:karmada:agent-autoapprove-bootstrap"
     )
     assert binding is not None
     assert binding["subjects"][0]["name"] == "system:bootstrappers:karmada:default-cluster-token"
-    role_binding = api.stored(
+    role_binding = plane.stored(
         "/apis/rbac.authorization.k8s.io/v1/namespaces/kube-public/rolebindings/system:karmada:bootstrap-signer-clusterinfo"
     )
     assert role_binding["subjects"][0]["name"] == "system:anonymous"  # type: ignore[index]
@@ -172,25 +169,3 @@ def test_member_profile() -> None:
     assert member.fixed_uids == member_profile("m1").fixed_uids
     assert member.fixed_uids != member_profile("m2").fixed_uids
     assert workload_simulator.run in member.controllers
-
-
-async def test_informer_relists_after_expired_watch() -> None:
-    api = FakeApi()
-    events: list[tuple[str, str]] = []
-    informer = Informer(api, "/api/v1/configmaps", retry_delay=0.01)
-    informer.add_handler(lambda t, o: events.append((t, o["metadata"]["name"])))
-    await api.create("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "one"}})
-    async with Running(informer.run()):
-        await eventually(lambda: ("ADDED", "one") in events)
-        await api.create("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "two"}})
-        await eventually(lambda: ("ADDED", "two") in events)
-        lists_before = api.calls.count(("list", "/api/v1/configmaps"))
-        api.expire_watches()
-        # While no watch is open, "one" goes away: the relist reports it as DELETED.
-        await api.delete("/api/v1/namespaces/a/configmaps/one")
-        await eventually(lambda: api.calls.count(("list", "/api/v1/configmaps")) > lists_before)
-        await eventually(lambda: ("DELETED", "one") in events)
-        await api.create("/api/v1/namespaces/a/configmaps", {"metadata": {"name": "three"}})
-        await eventually(lambda: ("ADDED", "three") in events)
-    assert set(informer.cache) == {"a/two", "a/three"}
-    await asyncio.sleep(0)
