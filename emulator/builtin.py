@@ -55,15 +55,17 @@ def _qos_class(pod: JSON) -> str:
 def _namespace_prepare_create(obj: JSON, user: UserInfo | None) -> None:
     obj["spec"] = {"finalizers": ["kubernetes"]}
     obj["status"] = {"phase": "Active"}
-    labels = obj["metadata"].setdefault("labels", {})
-    labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
 def _namespace_prepare_update(new: JSON, old: JSON) -> None:
-    # spec.finalizers only change through /finalize; the name label is enforced.
+    # spec.finalizers only change through /finalize.
     new["spec"] = old.get("spec", {})
-    labels = new["metadata"].setdefault("labels", {})
-    labels["kubernetes.io/metadata.name"] = new["metadata"]["name"]
+
+
+def _namespace_canonicalize(obj: JSON) -> None:
+    """The name label is enforced, also on a generated name."""
+    labels = obj["metadata"].setdefault("labels", {})
+    labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
 def _csr_prepare_create(obj: JSON, user: UserInfo | None) -> None:
@@ -371,7 +373,8 @@ def builtin_types(schema_for: SchemaFactory | None = None) -> list[ResourceType]
         t("", "v1", "namespaces", "Namespace", False, short_names=("ns",),
           verbs=NO_COLLECTION_DELETE, subresources=("finalize", "status"),
           name_validation="label", prepare_create=_namespace_prepare_create,
-          prepare_update=_namespace_prepare_update, return_deleted_object=True,
+          prepare_update=_namespace_prepare_update, canonicalize=_namespace_canonicalize,
+          return_deleted_object=True,
           field_labels={"status.phase": _path("status.phase")}),
         t("", "v1", "configmaps", "ConfigMap", True, short_names=("cm",),
           validate=_configmap_validate),

@@ -48,6 +48,7 @@ class ScaleSpec:
 FieldExtractor = Callable[[JSON], str]
 PrepareCreate = Callable[[JSON, UserInfo | None], None]
 PrepareUpdate = Callable[[JSON, JSON], None]
+Canonicalize = Callable[[JSON], None]
 Validator = Callable[[JSON, JSON | None], list[Cause]]
 RowCells = Callable[[JSON, float], list[Any]]
 
@@ -87,6 +88,9 @@ class ResourceType:
     prepare_create: PrepareCreate | None = None
     prepare_update: PrepareUpdate | None = None
     validate: Validator | None = None
+    # Normalizes a valid object once its name is final (kube's strategy Canonicalize; on
+    # create, after a generated name is chosen).
+    canonicalize: Canonicalize | None = None
     # DELETE answers with the object (pods, custom resources) or with a Success Status.
     return_deleted_object: bool = False
     # Finalizers that DELETE adds before the object goes (CRDs: customresourcecleanup).

@@ -123,7 +123,8 @@ class Creates:
         return self.storage.create(rt.group_resource, obj).obj
 
     def assign_name(self, rt: ResourceType, obj: JSON) -> None:
-        """Generate the name if asked to; refuse a name in use."""
+        """Generate the name if asked to; refuse a name in use. Then the object takes its
+        final form for that name (the type's canonicalize)."""
         meta = obj["metadata"]
         gr = rt.group_resource
         ns = meta.get("namespace", "")
@@ -138,6 +139,8 @@ class Creates:
                 raise errors.already_exists(rt.group, rt.resource, candidate)
         elif self.storage.get_stored(gr, ns, meta["name"]) is not None:
             raise errors.already_exists(rt.group, rt.resource, meta["name"])
+        if rt.canonicalize is not None:
+            rt.canonicalize(obj)
 
     def _admit_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
         nsobj = self.storage.get(("", "namespaces"), "", ns)

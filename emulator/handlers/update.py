@@ -144,6 +144,8 @@ class Updates:
                 )  # fmt: skip
         if causes:
             raise errors.invalid(rt.group, rt.kind, name, causes)
+        if rt.canonicalize is not None:
+            rt.canonicalize(new)
         return new
 
     def finish_update(

@@ -113,6 +113,21 @@ async def test_generate_name(api: ApiServer) -> None:
     assert len(names) == 5
 
 
+async def test_generated_namespace_name_is_in_its_name_label(api: ApiServer) -> None:
+    code, body, _ = await call(
+        api, "POST", "/api/v1/namespaces", {"metadata": {"generateName": "t-"}}
+    )
+    assert code == 201, body
+    name = body["metadata"]["name"]
+    assert name.startswith("t-")
+    assert body["metadata"]["labels"] == {"kubernetes.io/metadata.name": name}
+    # The label follows the name on every write, whatever the client sends.
+    body["metadata"]["labels"] = {"kubernetes.io/metadata.name": "other", "team": "a"}
+    code, body, _ = await call(api, "PUT", f"/api/v1/namespaces/{name}", body)
+    assert code == 200, body
+    assert body["metadata"]["labels"] == {"kubernetes.io/metadata.name": name, "team": "a"}
+
+
 async def test_namespace_mismatch_and_name_mismatch_are_400(api: ApiServer) -> None:
     await make_ns(api, "default")
     code, body, _ = await call(api, "POST", CM, {"metadata": {"name": "a", "namespace": "other"}})
