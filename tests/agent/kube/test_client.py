@@ -5,13 +5,30 @@ import pytest
 from agent.kube import errors
 from agent.kube.client import GVR
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NODES
-from tests.agent.kube.fakeapi import FakeApi, make_client, status
+from emulator.handlers.read import encode_continue
+from emulator.wiring import kubernetes_version
+from tests.agent.controllers.test_execution_harness import deployment
+from tests.agent.kube.wire import Call, Emulated, emulated, status
 
 CM_PATH = "/api/v1/namespaces/ns/configmaps"
 
 
 def cm(name: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "ns"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "ns"},
+        "data": {"k": "v"},
+    }
+
+
+async def with_configmaps(count: int, **config: float) -> Emulated:
+    """The emulator with namespace ns holding configmaps c0, c1, ..."""
+    api = emulated(**config)
+    await api.namespace("ns")
+    for i in range(count):
+        await api.admin.create(CM_PATH, cm(f"c{i}"))
+    return api
 
 
 def test_paths() -> None:
@@ -46,35 +63,42 @@ def test_status_mapping() -> None:
 
 
 async def test_list_pages_and_merges() -> None:
-    api = FakeApi()
-    for i in range(5):
-        api.seed(CM_PATH, cm(f"c{i}"))
-    client = make_client(api)
+    api = await with_configmaps(5)
+    snapshot = api.server.storage.revision
+    client = api.client()
     result = await client.list(CONFIGMAPS, namespace="ns", limit=2)
     assert [o["metadata"]["name"] for o in result["items"]] == ["c0", "c1", "c2", "c3", "c4"]
-    assert result["metadata"] == {"resourceVersion": "105"}
-    pages = [c.params for c in api.calls]
+    # One consistent list: every page from the first page's snapshot.
+    assert result["metadata"] == {"resourceVersion": str(snapshot)}
+    pages = [c.params for c in api.wire.calls]
     assert pages == [
         {"limit": "2"},
-        {"limit": "2", "continue": "2"},
-        {"limit": "2", "continue": "4"},
+        {"limit": "2", "continue": encode_continue(snapshot, "ns/c1")},
+        {"limit": "2", "continue": encode_continue(snapshot, "ns/c3")},
     ]
 
 
 async def test_expired_continue_falls_back_to_full_list() -> None:
-    api = FakeApi(expire_continue=True)
-    for i in range(3):
-        api.seed(CM_PATH, cm(f"c{i}"))
-    client = make_client(api)
+    api = await with_configmaps(3)
+
+    async def compact_before_next_page(call: Call) -> None:
+        # The list's snapshot is compacted away before its second page is asked for.
+        if "continue" in call.params:
+            await api.admin.create(CM_PATH, cm("later"))
+            api.server.storage.compact()
+
+    api.wire.answers.append(compact_before_next_page)
+    client = api.client()
     result = await client.list(CONFIGMAPS, namespace="ns", limit=2)
     # The first page is discarded when the list starts over in full: no object twice.
-    assert [o["metadata"]["name"] for o in result["items"]] == ["c0", "c1", "c2"]
-    assert api.calls[-1].params == {}
+    assert [o["metadata"]["name"] for o in result["items"]] == ["c0", "c1", "c2", "later"]
+    assert api.wire.calls[-1].params == {}
 
 
 async def test_writes_send_the_right_requests() -> None:
-    api = FakeApi()
-    client = make_client(api)
+    api = emulated()
+    await api.namespace("ns")
+    client = api.client()
     created = await client.create(CONFIGMAPS, cm("a"), field_manager="agent", dry_run=False)
     assert created["metadata"]["resourceVersion"]
     with pytest.raises(errors.AlreadyExistsError) as info:
@@ -84,14 +108,18 @@ async def test_writes_send_the_right_requests() -> None:
     stale = {**created, "metadata": {**created["metadata"], "resourceVersion": "1"}}
     with pytest.raises(errors.ConflictError):
         await client.replace(CONFIGMAPS, stale)
-    api.seed("/apis/apps/v1/namespaces/ns/deployments", {"metadata": {"name": "w"}})
+    await api.admin.create("/apis/apps/v1/namespaces/ns/deployments", deployment("w", "ns"))
     await client.apply(
         DEPLOYMENTS,
-        {"metadata": {"name": "w", "namespace": "ns"}},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "w", "namespace": "ns"},
+        },
         field_manager="karmada",
         force=True,
     )
-    apply_call = api.calls[-1]
+    apply_call = api.wire.calls[-1]
     assert apply_call.method == "PATCH"
     assert apply_call.path == "/apis/apps/v1/namespaces/ns/deployments/w"
     assert apply_call.headers["content-type"] == "application/apply-patch+yaml"
@@ -99,20 +127,21 @@ async def test_writes_send_the_right_requests() -> None:
     await client.patch(
         CONFIGMAPS, "a", [{"op": "remove", "path": "/data"}], patch_type="json", namespace="ns"
     )
-    assert api.calls[-1].headers["content-type"] == "application/json-patch+json"
+    assert api.wire.calls[-1].headers["content-type"] == "application/json-patch+json"
+    uid = created["metadata"]["uid"]
     await client.delete(
         CONFIGMAPS,
         "a",
         namespace="ns",
         propagation_policy="Foreground",
-        preconditions={"uid": "u1"},
+        preconditions={"uid": uid},
         dry_run=True,
     )
-    assert api.calls[-1].body == {
+    assert api.wire.calls[-1].body == {
         "kind": "DeleteOptions",
         "apiVersion": "v1",
         "propagationPolicy": "Foreground",
-        "preconditions": {"uid": "u1"},
+        "preconditions": {"uid": uid},
         "dryRun": ["All"],
     }
     with pytest.raises(errors.NotFoundError) as nf:
@@ -121,20 +150,28 @@ async def test_writes_send_the_right_requests() -> None:
 
 
 async def test_watch_decodes_events_and_sets_params() -> None:
-    api = FakeApi()
-    client = make_client(api)
-    q = api.queue(CM_PATH)
-    q.put_nowait({"type": "ADDED", "object": cm("a")})
-    q.put_nowait({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "7"}}})
-    q.put_nowait(None)
+    api = emulated(bookmark_interval=0.05)
+    await api.namespace("ns")
+    since = api.server.storage.revision
+    await api.admin.create(CM_PATH, cm("unlabelled"))
+    await api.admin.create(CM_PATH, {**cm("a"), "metadata": {"name": "a", "labels": {"a": "b"}}})
+    client = api.client()
+    got = []
     async with client.watch(
-        CONFIGMAPS, namespace="ns", resource_version="5", timeout_seconds=60, label_selector="a=b"
+        CONFIGMAPS,
+        namespace="ns",
+        resource_version=str(since),
+        timeout_seconds=60,
+        label_selector="a=b",
     ) as events:
-        got = [e async for e in events]
+        async for event in events:
+            got.append(event)
+            if event["type"] == "BOOKMARK":
+                api.server.close()  # the server ends the stream
     assert [e["type"] for e in got] == ["ADDED", "BOOKMARK"]
-    assert api.calls[0].params == {
+    assert api.wire.calls[0].params == {
         "watch": "true",
-        "resourceVersion": "5",
+        "resourceVersion": str(since),
         "allowWatchBookmarks": "true",
         "timeoutSeconds": "60",
         "labelSelector": "a=b",
@@ -142,10 +179,9 @@ async def test_watch_decodes_events_and_sets_params() -> None:
 
 
 async def test_raw_get_does_not_raise() -> None:
-    api = FakeApi(routes={"/version": {"gitVersion": "v1.31.0"}})
-    client = make_client(api)
-    assert (await client.raw_get("/readyz")).status == 404
-    assert (await client.server_version())["gitVersion"] == "v1.31.0"
+    client = emulated().client()
+    assert (await client.raw_get("/no-such-path")).status == 404
+    assert (await client.server_version())["gitVersion"] == kubernetes_version()["gitVersion"]
 
 
 BAD_SEGMENTS = [
@@ -163,9 +199,9 @@ async def test_no_request_for_a_name_or_namespace_that_is_not_a_path_segment(
 ) -> None:
     """kube-apiserver's path-segment rules, checked before any URL is built: `.` and `..` would
     be collapsed as dot-segments and address another resource."""
-    api = FakeApi()
-    api.seed(CM_PATH, cm("ok"))
-    client = make_client(api)
+    api = await with_configmaps(0)
+    await api.admin.create(CM_PATH, cm("ok"))
+    client = api.client()
     requests = [
         lambda: client.get(CONFIGMAPS, value, namespace="ns"),
         lambda: client.delete(CONFIGMAPS, value, namespace="ns"),
@@ -187,4 +223,4 @@ async def test_no_request_for_a_name_or_namespace_that_is_not_a_path_segment(
     for request in ns_requests:
         with pytest.raises(errors.InvalidNameError, match=f"metadata.namespace.*{reason}"):
             await request()
-    assert api.calls == []
+    assert api.wire.calls == []

@@ -4,13 +4,12 @@ import asyncio
 import re
 from typing import Any
 
-import httpx
 import pytest
 
 from agent.kube.clock import FakeClock
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from agent.timefmt import micro_time
-from tests.agent.kube.fakeapi import FakeApi, make_client, status, wait_for
+from tests.agent.kube.wire import Emulated, emulated, wait_for
 
 PATH = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases"
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -27,19 +26,29 @@ def config(identity: str) -> LeaderElectionConfig:
     )
 
 
-def lease(api: FakeApi) -> dict[str, Any]:
-    return api.collections[PATH]["karmada-agent-member1"]
+def lease(api: Emulated) -> dict[str, Any]:
+    stored = api.server.storage.get(
+        ("coordination.k8s.io", "leases"), "karmada-system", "karmada-agent-member1"
+    )
+    assert stored is not None
+    return stored
+
+
+async def karmada_system() -> Emulated:
+    api = emulated()
+    await api.namespace("karmada-system")
+    return api
 
 
 def elector(
-    api: FakeApi, identity: str, log: list[str], clock: FakeClock | None = None
+    api: Emulated, identity: str, log: list[str], clock: FakeClock | None = None
 ) -> LeaderElector:
     async def lead() -> None:
         log.append(f"start {identity}")
         await asyncio.Event().wait()
 
     return LeaderElector(
-        make_client(api),
+        api.client(),
         config(identity),
         on_started_leading=lead,
         on_stopped_leading=lambda: log.append(f"stop {identity}"),
@@ -54,7 +63,7 @@ def test_config_validation_and_micro_time() -> None:
 
 
 async def test_acquire_renew_and_release_on_cancel() -> None:
-    api = FakeApi()
+    api = await karmada_system()
     log: list[str] = []
     le = elector(api, "a", log)
     task = asyncio.create_task(le.run())
@@ -72,14 +81,15 @@ async def test_acquire_renew_and_release_on_cancel() -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     released = lease(api)["spec"]
-    assert released["holderIdentity"] is None
+    # Released: no holder (the API drops the null holderIdentity, as it drops nil pointers).
+    assert "holderIdentity" not in released
     assert released["leaseDurationSeconds"] == 1
     assert log == ["start a", "stop a"]
 
 
 async def test_waits_for_expiry_then_takes_over() -> None:
-    api = FakeApi()
-    api.seed(
+    api = await karmada_system()
+    await api.admin.create(
         PATH,
         {
             "metadata": {"name": "karmada-agent-member1", "namespace": "karmada-system"},
@@ -99,9 +109,9 @@ async def test_waits_for_expiry_then_takes_over() -> None:
 
     async def retry_after(seconds: float) -> None:
         """Let `seconds` pass on the elector's clock and wait for its next attempt."""
-        attempts = len(api.calls)
+        attempts = len(api.wire.calls)
         clock.advance(seconds)
-        await wait_for(lambda: len(api.calls) > attempts or bool(log))
+        await wait_for(lambda: len(api.wire.calls) > attempts or bool(log))
 
     # Retries come every retry period plus up to 20 % jitter (0.1-0.12 s here). About half
     # the lease (1 s, timed on our own clock from when we first saw it): not ours yet.
@@ -122,16 +132,12 @@ async def test_waits_for_expiry_then_takes_over() -> None:
 
 
 async def test_loses_leadership_when_renewals_fail() -> None:
-    api = FakeApi()
+    api = await karmada_system()
     log: list[str] = []
     le = elector(api, "c", log)
     task = asyncio.create_task(le.run())
     await wait_for(lambda: log == ["start c"])
-    api.interceptors.append(
-        lambda call: (
-            httpx.Response(500, json=status(500, "InternalError")) if call.method == "PUT" else None
-        )
-    )
+    api.faults.add_error(500, verb="update", resource="leases")
     await asyncio.wait_for(task, 3)  # run() returns once the renew deadline passes
     assert log == ["start c", "stop c"]
     assert not le.is_leader
@@ -139,24 +145,27 @@ async def test_loses_leadership_when_renewals_fail() -> None:
 
 
 async def test_a_leader_renews_with_one_update_and_reads_after_a_conflict() -> None:
-    api = FakeApi()
+    api = await karmada_system()
     log: list[str] = []
     le = elector(api, "a", log)
     task = asyncio.create_task(le.run())
     try:
         await wait_for(lambda: log == ["start a"])
-        api.calls.clear()
+        api.wire.calls.clear()
 
         def renewals() -> list[str]:
-            return [c.method for c in api.calls if c.path.startswith(PATH)]
+            return [c.method for c in api.wire.calls if c.path.startswith(PATH)]
 
         await wait_for(lambda: renewals().count("PUT") >= 3)
         # client-go's fast path: the leader updates the lease its last write returned.
         assert "GET" not in renewals()
         # Someone else writes the lease: the next update conflicts, the lease is read again.
         current = lease(api)
-        api.seed(PATH, {**current, "metadata": {**current["metadata"], "labels": {"x": "y"}}})
-        api.calls.clear()
+        await api.admin.update(
+            f"{PATH}/karmada-agent-member1",
+            {**current, "metadata": {**current["metadata"], "labels": {"x": "y"}}},
+        )
+        api.wire.calls.clear()
         await wait_for(lambda: "GET" in renewals() and renewals()[-1] == "PUT")
         assert le.is_leader
         assert lease(api)["metadata"]["labels"] == {"x": "y"}

@@ -6,21 +6,27 @@ from typing import Any
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import CONFIGMAPS
 from agent.kube.store import drop_managed_fields
-from tests.agent.kube.fakeapi import FakeApi, make_client, status, wait_for
+from tests.agent.kube.wire import Call, Emulated, emulated, status, wait_for
 
 PATH = "/api/v1/namespaces/ns/configmaps"
 
 
-def cm(name: str, rv: str, data: str = "") -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "resourceVersion": rv,
-            "managedFields": [{"manager": "x"}],
-        },
-        "data": {"v": data},
-    }
+def cm(name: str, data: str = "") -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns"}, "data": {"v": data}}
+
+
+async def with_configmaps(*names: str, **config: float) -> Emulated:
+    api = emulated(**config)
+    await api.namespace("ns")
+    for name in names:
+        await api.admin.create(PATH, cm(name))
+    return api
+
+
+async def write_elsewhere(api: Emulated) -> str:
+    """A write the reflector does not watch; the server's revision moves on. Returns it."""
+    await api.admin.create("/api/v1/namespaces", {"metadata": {"generateName": "elsewhere-"}})
+    return str(api.server.storage.revision)
 
 
 class Recorder:
@@ -47,11 +53,11 @@ async def stop(task: asyncio.Task[None]) -> None:
 
 
 async def test_list_then_watch_resume_from_bookmark() -> None:
-    api = FakeApi()
-    api.seed(PATH, {"metadata": {"name": "a", "namespace": "ns"}})
+    api = await with_configmaps("a", bookmark_interval=0.02)
+    listed = str(api.server.storage.revision)
     rec = Recorder()
     reflector = Reflector(
-        make_client(api),
+        api.client(),
         CONFIGMAPS,
         namespace="ns",
         transform=drop_managed_fields,
@@ -60,44 +66,57 @@ async def test_list_then_watch_resume_from_bookmark() -> None:
     reflector.add_handler(rec.handler())
     task = await start(reflector)
     assert rec.events == [("add", "a")]
-    q = api.queue(PATH)
-    q.put_nowait({"type": "ADDED", "object": cm("b", "200")})
-    q.put_nowait({"type": "MODIFIED", "object": cm("a", "201", "x")})
-    q.put_nowait({"type": "BOOKMARK", "object": {"metadata": {"resourceVersion": "250"}}})
-    q.put_nowait(None)  # server closes the stream
-    await wait_for(lambda: len(api.watch_calls()) >= 2)
-    first, second = api.watch_calls()[:2]
-    assert first.params["resourceVersion"] == "101"
+    await api.admin.create(PATH, cm("b"))
+    current = await api.admin.get(f"{PATH}/a")
+    await api.admin.update(f"{PATH}/a", {**current, "data": {"v": "x"}})
+    await wait_for(lambda: len(rec.events) == 3)
+    # Only a bookmark can bring the reflector to a revision of a write it does not watch.
+    bookmarked = await write_elsewhere(api)
+    await wait_for(lambda: reflector.last_resource_version == bookmarked)
+    api.server.close()  # the server ends the stream
+    await wait_for(lambda: len(api.wire.watch_calls()) >= 2)
+    first, second = api.wire.watch_calls()[:2]
+    assert first.params["resourceVersion"] == listed
     assert first.params["allowWatchBookmarks"] == "true"
-    assert second.params["resourceVersion"] == "250"
+    assert second.params["resourceVersion"] == bookmarked
     assert reflector.lists == 1
     assert rec.events == [("add", "a"), ("add", "b"), ("update", "a")]
     stored = reflector.store.get("ns/a")
     assert stored is not None
     assert "managedFields" not in stored["metadata"]
     assert stored["data"] == {"v": "x"}
-    q.put_nowait({"type": "DELETED", "object": cm("b", "260")})
+    await api.admin.delete(f"{PATH}/b")
     await wait_for(lambda: ("delete", "b") in rec.events)
     assert "ns/b" not in reflector.store
     await stop(task)
 
 
 async def test_relist_on_watch_410_emits_synthetic_deltas() -> None:
-    api = FakeApi()
-    for name in ("keep", "change", "gone"):
-        api.seed(PATH, {"metadata": {"name": name, "namespace": "ns"}})
+    api = await with_configmaps("keep", "change", "gone")
     rec = Recorder()
-    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
+    reflector = Reflector(api.client(), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
     reflector.add_handler(rec.handler())
     task = await start(reflector)
     rec.events.clear()
-    await wait_for(lambda: len(api.watch_calls()) == 1)
+    await wait_for(lambda: len(api.wire.watch_calls()) == 1)
+    # The server ends the watch; the next one waits while the server changes and compacts.
+    gate = asyncio.Event()
+
+    async def hold_watches(call: Call) -> None:
+        if call.params.get("watch"):
+            await gate.wait()
+
+    api.wire.answers.append(hold_watches)
+    api.server.close()
+    await wait_for(lambda: len(api.wire.watch_calls()) == 2)
     # Meanwhile on the server: one changed, one deleted, one added.
-    objs = api.collections[PATH]
-    del objs["gone"]
-    api.seed(PATH, objs["change"])
-    api.seed(PATH, {"metadata": {"name": "new", "namespace": "ns"}})
-    api.queue(PATH).put_nowait({"type": "ERROR", "object": status(410, "Expired", "too old")})
+    await api.admin.delete(f"{PATH}/gone")
+    current = await api.admin.get(f"{PATH}/change")
+    await api.admin.update(f"{PATH}/change", {**current, "data": {"v": "changed"}})
+    await api.admin.create(PATH, cm("new"))
+    api.server.storage.compact()
+    # The watch from the old resourceVersion gets an ERROR event: 410 Expired.
+    gate.set()
     await wait_for(lambda: reflector.lists == 2 and len(rec.events) == 3)
     assert sorted(rec.events) == [("add", "new"), ("delete", "gone"), ("update", "change")]
     assert sorted(reflector.store.keys()) == ["ns/change", "ns/keep", "ns/new"]
@@ -105,8 +124,7 @@ async def test_relist_on_watch_410_emits_synthetic_deltas() -> None:
 
 
 async def test_watch_request_410_relists_and_other_errors_back_off() -> None:
-    api = FakeApi()
-    api.seed(PATH, {"metadata": {"name": "a", "namespace": "ns"}})
+    api = await with_configmaps("a")
     failures = {"n": 0}
 
     def interceptor(call: Any) -> Any:
@@ -118,39 +136,29 @@ async def test_watch_request_410_relists_and_other_errors_back_off() -> None:
             return httpx.Response(code, json=status(code, reason))
         return None
 
-    api.interceptors.append(interceptor)
-    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
+    # HTTP errors on the watch request itself, as a proxy or an older server may answer.
+    api.wire.answers.append(interceptor)
+    reflector = Reflector(api.client(), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
     task = await start(reflector)
-    await wait_for(lambda: len(api.watch_calls()) >= 3)
+    await wait_for(lambda: len(api.wire.watch_calls()) >= 3)
     assert reflector.lists == 2  # the 500 resumed the watch, the 410 relisted
     await stop(task)
 
 
 async def test_watch_list_mode() -> None:
-    api = FakeApi()
+    api = await with_configmaps("a")
+    snapshot = str(api.server.storage.revision)
     rec = Recorder()
-    reflector = Reflector(make_client(api), CONFIGMAPS, namespace="ns", use_watch_list=True)
+    reflector = Reflector(api.client(), CONFIGMAPS, namespace="ns", use_watch_list=True)
     reflector.add_handler(rec.handler())
-    q = api.queue(PATH)
-    q.put_nowait({"type": "ADDED", "object": cm("a", "5")})
-    q.put_nowait(
-        {
-            "type": "BOOKMARK",
-            "object": {
-                "metadata": {
-                    "resourceVersion": "9",
-                    "annotations": {"k8s.io/initial-events-end": "true"},
-                }
-            },
-        }
-    )
     task = await start(reflector)
     assert rec.events == [("add", "a")]
-    assert reflector.last_resource_version == "9"
-    params = api.watch_calls()[0].params
+    # The bookmark that ends the initial events carries the snapshot's resourceVersion.
+    assert reflector.last_resource_version == snapshot
+    params = api.wire.watch_calls()[0].params
     assert params["sendInitialEvents"] == "true"
     assert params["resourceVersionMatch"] == "NotOlderThan"
-    assert not any(c.params.get("watch") is None for c in api.calls)  # no list call
+    assert not any(c.params.get("watch") is None for c in api.wire.calls)  # no list call
     await stop(task)
 
 
@@ -175,36 +183,26 @@ class _RecordingClock:
 
 
 async def test_cut_streams_resume_without_growing_backoff() -> None:
-    import httpx
-
-    api = FakeApi()
-    api.seed(PATH, cm("a", "1"))
-
-    class _CutStream(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            yield b'{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"5"}}}\n'
-            raise httpx.ReadError("connection reset by peer")
-
-    cuts = {"n": 0}
-
-    def interceptor(call: Any) -> Any:
-        if call.params.get("watch") and cuts["n"] < 4:
-            cuts["n"] += 1
-            return httpx.Response(200, stream=_CutStream())
-        return None
-
-    api.interceptors.append(interceptor)
+    api = await with_configmaps("a", bookmark_interval=0.02)
     clock = _RecordingClock()
     reflector = Reflector(
-        make_client(api), CONFIGMAPS, namespace="ns", backoff_initial=0.5, clock=clock
+        api.client(), CONFIGMAPS, namespace="ns", backoff_initial=0.5, clock=clock
     )
     task = await start(reflector)
-    await wait_for(lambda: len(api.watch_calls()) >= 5)
+    bookmarks = []
+    for cut in range(4):
+        # A bookmark arrives on the established stream, then the connection is cut.
+        await wait_for(lambda n=cut: len(api.wire.watch_calls()) == n + 1)
+        bookmarks.append(await write_elsewhere(api))
+        await wait_for(lambda: reflector.last_resource_version == bookmarks[-1])
+        assert await api.faults.drop_watches() == 1
+    await wait_for(lambda: len(api.wire.watch_calls()) >= 5)
     await stop(task)
     # Each cut came after the stream was established: every retry starts from the initial
     # delay (with jitter up to 2x) instead of doubling towards the maximum.
     assert len(clock.sleeps) >= 4
     assert all(0.5 <= s <= 1.0 for s in clock.sleeps[:4])
-    # And each resumed from the bookmark's resourceVersion, without relisting.
+    # And each resumed from the last bookmark's resourceVersion, without relisting.
     assert reflector.lists == 1
-    assert all(c.params.get("resourceVersion") == "5" for c in api.watch_calls()[1:])
+    resumed = [c.params.get("resourceVersion") for c in api.wire.watch_calls()[1:5]]
+    assert resumed == bookmarks

@@ -14,7 +14,7 @@ from agent.kube.ratelimit import (
     default_controller_rate_limiter,
 )
 from agent.kube.workqueue import QueueShutDownError, WorkQueue
-from tests.agent.kube.fakeapi import wait_for
+from tests.agent.kube.wire import wait_for
 
 
 def test_rate_limiters() -> None:
