@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -14,16 +15,23 @@ from agent.kube.errors import TransportError, WatchTimeoutError
 from agent.kube.transport import Transport
 from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
-from tests.emulator.fronts.fakes import FakeApi, eventually
+from tests.emulator.fronts.core import NAMESPACES, Core, eventually
+
+Served = tuple[HttpsServer, Core, bytes]
 
 
 @pytest.fixture
-async def server() -> AsyncIterator[tuple[HttpsServer, FakeApi, bytes]]:
+async def server() -> AsyncIterator[Served]:
     ca = CertificateAuthority.generate("test-ca")
     cert, key = ca.issue("kube-apiserver", ips=("127.0.0.1",), usage="server")
-    api = FakeApi()
-    async with HttpsServer(api, cert, key, ca.cert_pem) as srv:
+    api = Core()
+    async with HttpsServer(api.server, cert, key, ca.cert_pem) as srv:
         yield srv, api, ca.cert_pem
+
+
+def name_in(line: bytes) -> str:
+    """The name of the object a watch event line carries."""
+    return str(json.loads(line)["object"]["metadata"]["name"])
 
 
 def transport_to(srv: HttpsServer, ca_pem: bytes) -> Transport:
@@ -31,23 +39,23 @@ def transport_to(srv: HttpsServer, ca_pem: bytes) -> Transport:
 
 
 async def test_leaving_a_watch_early_ends_it_on_the_server(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
     try:
-        async with transport.stream("GET", "/api/v1/pods", params={"watch": "1"}) as resp:
-            api.release(b"one\n")
-            assert await anext(resp.lines()) == b"one"
-        await eventually(lambda: api.streams_closed == 1)
-        assert (await transport.request("GET", "/echo")).status == 200
+        async with transport.stream("GET", NAMESPACES, params=api.watch_query()) as resp:
+            await api.event("one")
+            assert name_in(await anext(resp.lines())) == "one"
+        await eventually(lambda: api.watchers() == 0)
+        assert (await transport.request("GET", "/version")).status == 200
     finally:
         await transport.close()
     assert [r.protocol for r in srv.connection_log.records] == ["h2"]
 
 
 async def test_an_abandoned_stream_does_not_exhaust_the_connection_window(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     """httpcore grants every stream a 16 MiB window, as much as the whole connection's: data
     a server sends to a stream the client left, never acknowledged, would stall every other
@@ -55,19 +63,19 @@ async def test_an_abandoned_stream_does_not_exhaust_the_connection_window(
     srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
     try:
-        params = {"count": str(5 * 1024), "size": "4096"}  # 20 MiB
-        async with transport.stream("GET", "/events", params=params) as resp:
+        bulk = await api.bulk(20 * 1024 * 1024)
+        async with transport.stream("GET", bulk, params={"watch": "1"}) as resp:
             await anext(resp.lines())
-        await eventually(lambda: api.streams_closed == 1)
-        echo = await transport.request("GET", "/echo", timeout=5)
-        assert echo.status == 200
+        await eventually(lambda: api.watchers() == 0)
+        version = await transport.request("GET", "/version", timeout=5)
+        assert version.status == 200
     finally:
         await transport.close()
     assert srv.connection_log.count() == 1
 
 
 async def test_requests_are_answered_while_quiet_watches_share_the_connection(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     """With watches open and silent on the same connection, every request still gets its
     answer as soon as it arrives: none waits for a watch to receive something."""
@@ -78,14 +86,14 @@ async def test_requests_are_answered_while_quiet_watches_share_the_connection(
             readers = []
             for _ in range(3):
                 watch = await stack.enter_async_context(
-                    transport.stream("GET", "/api/v1/pods", params={"watch": "1"})
+                    transport.stream("GET", NAMESPACES, params=api.watch_query())
                 )
                 # Each watch waits for its next event, as a reflector does.
                 readers.append(asyncio.create_task(anext(watch.lines())))
-            await eventually(lambda: api.streams_opened == 3)
+            await eventually(lambda: api.watchers() == 3)
             for _ in range(5):
                 answers = await asyncio.gather(
-                    *(transport.request("GET", "/echo", timeout=5) for _ in range(10))
+                    *(transport.request("GET", "/version", timeout=5) for _ in range(10))
                 )
                 assert {a.status for a in answers} == {200}
             for reader in readers:
@@ -97,71 +105,72 @@ async def test_requests_are_answered_while_quiet_watches_share_the_connection(
 
 
 async def test_a_stream_read_timeout_fails_that_stream_only(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
     try:
-        async with transport.stream("GET", "/api/v1/pods", params={"watch": "1"}) as other:
+        async with transport.stream("GET", NAMESPACES, params=api.watch_query()) as other:
             async with transport.stream(
-                "GET", "/api/v1/pods", params={"watch": "1"}, read_timeout=0.2
+                "GET", NAMESPACES, params=api.watch_query(), read_timeout=0.2
             ) as quiet:
                 with pytest.raises(WatchTimeoutError):
                     await anext(quiet.lines())
-            api.release(b"still-here\n")
-            assert await anext(other.lines()) == b"still-here"
+            await api.event("still-here")
+            assert name_in(await anext(other.lines())) == "still-here"
     finally:
         await transport.close()
 
 
 async def test_a_watch_on_a_closed_connection_ends_at_once(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     """A certificate rotation retires the old connections; a watch still on one must end
     (and be restarted by its reflector), not wait forever for a reader that is gone."""
     srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
-    async with transport.stream("GET", "/api/v1/pods", params={"watch": "1"}) as watch:
+    async with transport.stream("GET", NAMESPACES, params=api.watch_query()) as watch:
         waiting = asyncio.create_task(anext(watch.lines()))
-        await eventually(lambda: api.streams_opened == 1)
+        await eventually(lambda: api.watchers() == 1)
         await transport.close()
         with pytest.raises(TransportError):
             await asyncio.wait_for(waiting, 5)
 
 
 async def test_after_goaway_requests_go_to_a_new_connection(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     """A server that shuts down sends GOAWAY; once it listens again, the next request opens a
     new connection instead of failing on the old one."""
     srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
     try:
-        async with transport.stream("GET", "/api/v1/pods", params={"watch": "1"}) as watch:
+        async with transport.stream("GET", NAMESPACES, params=api.watch_query()) as watch:
             waiting = asyncio.create_task(anext(watch.lines()))
-            await eventually(lambda: api.streams_opened == 1)
+            await eventually(lambda: api.watchers() == 1)
             await srv.stop()
             with pytest.raises((TransportError, StopAsyncIteration)):
                 await asyncio.wait_for(waiting, 5)
         await srv.start()
-        assert (await transport.request("GET", "/echo", timeout=5)).status == 200
+        assert (await transport.request("GET", "/version", timeout=5)).status == 200
     finally:
         await transport.close()
     assert [r.protocol for r in srv.connection_log.records] == ["h2", "h2"]
 
 
 async def test_large_responses_reach_the_agent_gzip_compressed(
-    server: tuple[HttpsServer, FakeApi, bytes],
+    server: Served,
 ) -> None:
     """The agent asks for gzip, as client-go does; a large answer crosses the link compressed
     and arrives whole."""
-    srv, _api, ca_pem = server
+    srv, api, ca_pem = server
     transport = transport_to(srv, ca_pem)
     size = 1024 * 1024
+    path, answer = await api.sized(size)
     try:
-        resp = await transport.request("GET", "/big", params={"size": str(size)})
+        resp = await transport.request("GET", path)
     finally:
         await transport.close()
     assert len(resp.content) == size
-    assert resp.json()["data"] == "x" * (size - 11)
+    assert resp.content == answer
     assert [r.gzipped for r in srv.connection_log.records] == [1]

@@ -6,18 +6,20 @@ from emulator.accounting import Accounting, ResourceSpec
 from emulator.faults import ControlRouter, Faults
 from emulator.transport import EmulatorTransport
 
-from .fakes import ADMIN_TOKEN, USER_TOKEN, FakeApi, authenticate
+from .core import ADMIN_TOKEN, USER_TOKEN, Core
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 ALICE = {"Authorization": f"Bearer {USER_TOKEN}"}
 
 
-def rig() -> tuple[FakeApi, Accounting, Faults, ControlRouter]:
-    api = FakeApi()
+def rig() -> tuple[Core, Accounting, Faults, ControlRouter]:
+    api = Core()
     accounting = Accounting()
     faults = Faults(api.storage, seed=1)
-    api.hooks += [accounting.hook, faults.hook]
-    router = ControlRouter(api, authenticate, {"requests": accounting.http, "faults": faults.http})
+    api.server.hooks += [accounting.hook, faults.hook]
+    router = ControlRouter(
+        api.server, api.authenticate, {"requests": accounting.http, "faults": faults.http}
+    )
     return api, accounting, faults, router
 
 
@@ -56,7 +58,9 @@ async def test_counts_by_verb_resource_user_and_namespace() -> None:
 
 
 async def test_failed_by_faults_still_counted_control_calls_not() -> None:
-    _, accounting, faults, router = rig()
+    api, accounting, faults, router = rig()
+    await api.pod("a", "p")
+    accounting.reset()
     faults.fail_next(1, 503, verb="get")
     async with client(router, ADMIN) as admin:
         assert (await admin.get("/api/v1/namespaces/a/pods/p")).status_code == 503

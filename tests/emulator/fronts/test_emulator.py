@@ -19,7 +19,7 @@ import yaml
 
 from emulator.emulator import Emulator, run_emulator
 
-from .fakes import eventually
+from .core import eventually
 
 REPO = Path(__file__).resolve().parents[3]
 ADMIN = "kubernetes-admin"

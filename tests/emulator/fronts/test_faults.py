@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -14,27 +16,34 @@ from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
 from emulator.transport import EmulatorTransport
 
-from .fakes import (
-    ADMIN_TOKEN,
-    USER_TOKEN,
-    FakeApi,
-    authenticate,
-    client_ssl_context,
-    eventually,
-)
+from .core import ADMIN_TOKEN, USER_TOKEN, Core, client_ssl_context, eventually
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
+def deployment(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "metadata": {"name": name},
+        "spec": {
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
+            },
+        },
+    }
+
+
 class Rig:
     def __init__(self, seed: int | None = 7) -> None:
-        self.api = FakeApi()
+        self.api = Core()
         self.faults = Faults(self.api.storage, seed=seed)
         self.accounting = Accounting()
-        self.api.hooks += [self.accounting.hook, self.faults.hook]
+        self.api.server.hooks += [self.accounting.hook, self.faults.hook]
         self.router = ControlRouter(
-            self.api,
-            authenticate,
+            self.api.server,
+            self.api.authenticate,
             {"faults": self.faults.http, "requests": self.accounting.http},
         )
         self.transport = EmulatorTransport(self.router, headers=ADMIN)
@@ -55,6 +64,7 @@ async def rig() -> AsyncIterator[Rig]:
 
 
 async def test_429_with_retry_after_for_the_next_n_matching_requests(rig: Rig) -> None:
+    await rig.api.pod("default", "p1")
     rig.faults.fail_next(2, 429, verb="list", resource="pods", retry_after=5)
     async with rig.client() as client:
         first = await client.get("/api/v1/namespaces/default/pods")
@@ -98,6 +108,8 @@ async def test_500_and_503_bodies(rig: Rig) -> None:
 
 
 async def test_resource_specs_follow_rbac_naming(rig: Rig) -> None:
+    await rig.api.pod("a", "p")
+    await rig.api.admin.create("/apis/apps/v1/namespaces/a/deployments", deployment("d"))
     rig.faults.add_error(503, resource="deployments.apps")
     rig.faults.add_error(500, resource="pods/status")
     async with rig.client() as client:
@@ -109,7 +121,8 @@ async def test_resource_specs_follow_rbac_naming(rig: Rig) -> None:
         discovery = await client.get("/apis")
     assert dep.status_code == 503
     assert dep_scale.status_code == 200
-    assert other_group.status_code == 200
+    # Not faulted: the server's own answer (it serves no such group).
+    assert other_group.status_code == 404
     assert pod.status_code == 200
     assert pod_status.status_code == 500
     assert discovery.status_code == 200
@@ -139,6 +152,7 @@ async def test_probability_is_deterministic_with_a_seed() -> None:
 
 
 async def test_latency_applies_to_matching_requests_only(rig: Rig) -> None:
+    await rig.api.pod("a", "p")
     rig.faults.add_latency(0.2, verb="get")
     loop = asyncio.get_running_loop()
     async with rig.client() as client:
@@ -165,6 +179,9 @@ async def test_rules_validate_their_input() -> None:
 
 
 async def test_http_control_adds_lists_and_removes_rules(rig: Rig) -> None:
+    await rig.api.ensure_namespace("a")
+    await rig.api.admin.create("/api/v1/namespaces/a/secrets", {"metadata": {"name": "s"}})
+    rig.accounting.reset()
     async with rig.client() as client:
         r = await client.post(
             "/_emulator/faults/rules",
@@ -241,21 +258,43 @@ async def test_http_control_is_for_system_masters_only(rig: Rig) -> None:
 
 
 async def test_http_compact_and_drop_watches(rig: Rig) -> None:
+    core = rig.api
+    await core.event("before")
+    old = core.storage.revision - 1
     async with rig.client() as client:
         assert (await client.post("/_emulator/faults/compact")).json() == {"compacted": True}
-        assert rig.api.storage.compactions == 1
-        async with client.stream("GET", "/api/v1/pods?watch=1") as w:
+        # What came before the compaction is gone from the history.
+        expired = await client.get(
+            "/api/v1/namespaces",
+            params={"resourceVersion": str(old), "resourceVersionMatch": "Exact"},
+        )
+        assert expired.status_code == 410
+        # A watch of an in-process (loopback) client, beside the front's.
+        loopback = asyncio.create_task(
+            _drain(
+                core.admin.watch("/api/v1/namespaces", resourceVersion=str(core.storage.revision))
+            )
+        )
+        await eventually(lambda: core.watchers() == 1)
+        async with client.stream("GET", core.watch_path()) as w:
             lines = w.aiter_lines()
-            rig.api.release(b"x\n")
-            assert await anext(lines) == "x"
+            await core.event("x")
+            assert json.loads(await anext(lines))["object"]["metadata"]["name"] == "x"
             r = await client.post("/_emulator/faults/drop-watches")
             assert r.json() == {"dropped": 1}
             with pytest.raises(httpx.RemoteProtocolError):
                 await anext(lines)
-        assert rig.api.storage.closes == 0
+        await eventually(lambda: core.watchers() == 1)
+        assert not loopback.done()
         r = await client.post("/_emulator/faults/drop-watches", json={"includeLoopback": True})
         assert r.json() == {"dropped": 0}
-        assert rig.api.storage.closes == 1
+        await asyncio.wait_for(loopback, 5)
+        assert core.watchers() == 0
+
+
+async def _drain(events: AsyncIterator[Any]) -> None:
+    async for _ in events:
+        pass
 
 
 async def test_python_offline_with_timed_return(rig: Rig) -> None:

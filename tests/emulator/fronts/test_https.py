@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import itertools
 import json
 import ssl
 from collections.abc import AsyncIterator
@@ -15,11 +14,11 @@ import httpx
 import pytest
 
 from emulator.compression import GZIP_THRESHOLD_BYTES
-from emulator.https import HttpsServer, ResponseWithFollowUp
+from emulator.faults import ControlRouter, Faults
+from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
-from emulator.wire import ApiRequest, ApiResponse
 
-from .fakes import FakeApi, client_ssl_context, der_of, eventually, loads
+from .core import ADMIN_TOKEN, Core, client_ssl_context, der_of, eventually, loads, user_of
 from .h2client import RawH2Client
 
 
@@ -34,15 +33,15 @@ def serving(ca: CertificateAuthority) -> tuple[bytes, bytes]:
 
 
 @pytest.fixture
-async def api() -> FakeApi:
-    return FakeApi()
+async def api() -> Core:
+    return Core()
 
 
 @pytest.fixture
 async def server(
-    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes]
+    api: Core, ca: CertificateAuthority, serving: tuple[bytes, bytes]
 ) -> AsyncIterator[HttpsServer]:
-    async with HttpsServer(api, serving[0], serving[1], ca.cert_pem) as srv:
+    async with HttpsServer(api.server, serving[0], serving[1], ca.cert_pem) as srv:
         yield srv
 
 
@@ -67,44 +66,48 @@ def https_client(
 
 
 async def test_serves_https_on_loopback_without_client_cert(
-    server: HttpsServer, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
     assert server.url.startswith("https://127.0.0.1:")
     assert server.port > 0
     async with https_client(verify, server.url, protocol) as client:
         r = await client.get(
-            "/echo", params=[("a", "1"), ("a", "2"), ("empty", "")], headers={"X-Thing": "v"}
+            "/api/v1/namespaces",
+            params=[("a", "1"), ("a", "2"), ("empty", "")],
+            headers={"X-Thing": "v"},
         )
+        seen = api.seen[-1]
         escaped = await client.get("/api/v1/namespaces/ns/secrets/system%3Aa%20b")
     assert r.status_code == 200
     assert r.http_version == protocol
-    seen = r.json()
-    assert seen["method"] == "GET"
-    assert seen["path"] == "/echo"
-    assert seen["query"] == {"a": ["1", "2"], "empty": [""]}
-    assert seen["headers"]["x-thing"] == "v"
-    assert seen["peerCN"] is None
-    assert seen["user"] == "system:anonymous"
-    assert escaped.json()["path"] == "/api/v1/namespaces/ns/secrets/system:a b"
+    assert r.json()["kind"] == "NamespaceList"
+    assert seen.method == "GET"
+    assert seen.path == "/api/v1/namespaces"
+    assert seen.query == {"a": ["1", "2"], "empty": [""]}
+    assert seen.headers["x-thing"] == "v"
+    assert seen.peer_cert_der is None
+    assert user_of(seen) == "system:anonymous"
+    assert escaped.status_code == 404
+    assert api.seen[-1].path == "/api/v1/namespaces/ns/secrets/system:a b"
 
 
 async def test_serving_certificate_valid_for_localhost(
     server: HttpsServer, verify: ssl.SSLContext
 ) -> None:
     async with httpx.AsyncClient(verify=verify) as client:
-        r = await client.get(f"https://localhost:{server.port}/echo")
+        r = await client.get(f"https://localhost:{server.port}/version")
     assert r.status_code == 200
 
 
 async def test_client_certificate_reaches_the_request(
-    server: HttpsServer, api: FakeApi, ca: CertificateAuthority, tmp_path: Path, protocol: str
+    server: HttpsServer, api: Core, ca: CertificateAuthority, tmp_path: Path, protocol: str
 ) -> None:
     cert_key = ca.issue("system:node:member1", ("system:nodes",))
     ctx = client_ssl_context(ca.cert_pem, tmp_path, cert_key)
     async with https_client(ctx, server.url, protocol) as client:
-        r = await client.get("/echo")
+        r = await client.get("/version")
     assert r.status_code == 200
-    assert r.json()["peerCN"] == "system:node:member1"
+    assert user_of(api.seen[-1]) == "system:node:member1"
     assert api.seen[-1].peer_cert_der == der_of(cert_key[0])
 
 
@@ -115,16 +118,16 @@ async def test_client_certificate_of_another_ca_is_refused_at_handshake(
     ctx = client_ssl_context(ca.cert_pem, tmp_path, other.issue("mallory"))
     async with httpx.AsyncClient(verify=ctx, base_url=server.url) as client:
         with pytest.raises((httpx.ConnectError, httpx.ReadError, httpx.RemoteProtocolError)):
-            await client.get("/echo")
+            await client.get("/version")
 
 
 async def test_alpn_offers_h2_then_http11(server: HttpsServer, verify: ssl.SSLContext) -> None:
     """As kube-apiserver: a client offering both gets HTTP/2, an HTTP/1.1-only client is
     served too, and the connection log says which each connection speaks."""
     async with httpx.AsyncClient(verify=verify, base_url=server.url, http2=True) as both:
-        assert (await both.get("/echo")).http_version == "HTTP/2"
+        assert (await both.get("/version")).http_version == "HTTP/2"
     async with httpx.AsyncClient(verify=verify, base_url=server.url) as http1_only:
-        assert (await http1_only.get("/echo")).http_version == "HTTP/1.1"
+        assert (await http1_only.get("/version")).http_version == "HTTP/1.1"
     assert [r.protocol for r in server.connection_log.records] == ["h2", "http/1.1"]
 
 
@@ -132,7 +135,7 @@ async def test_error_status_passes_through_unchanged(
     server: HttpsServer, verify: ssl.SSLContext
 ) -> None:
     async with httpx.AsyncClient(verify=verify, base_url=server.url) as client:
-        r = await client.get("/unauthorized")
+        r = await client.get("/api/v1/namespaces", headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 401
     assert r.headers["content-type"] == "application/json"
     assert r.json() == {
@@ -147,22 +150,30 @@ async def test_error_status_passes_through_unchanged(
 
 
 async def test_large_request_body(
-    server: HttpsServer, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
     body = bytes(range(256)) * (12 * 4096)  # 12 MiB
     async with https_client(verify, server.url, protocol, timeout=30) as client:
-        r = await client.put("/echo", content=body)
-    assert r.status_code == 200
-    assert r.json()["bodyLength"] == len(body)
-    assert r.json()["bodySha256"] == hashlib.sha256(body).hexdigest()
+        r = await client.put("/nowhere", content=body)
+    # The whole body reached the server, which has nothing at that path.
+    assert r.status_code == 404
+    assert len(api.seen[-1].body) == len(body)
+    assert hashlib.sha256(api.seen[-1].body).hexdigest() == hashlib.sha256(body).hexdigest()
+
+
+def added(line: str) -> str:
+    """The name of the object an ADDED event line carries."""
+    event = json.loads(line)
+    assert event["type"] == "ADDED", event
+    return str(event["object"]["metadata"]["name"])
 
 
 async def test_watch_chunks_arrive_as_produced(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
     async with (
         https_client(verify, server.url, protocol) as client,
-        client.stream("GET", "/api/v1/pods", params={"watch": "true"}) as r,
+        client.stream("GET", api.watch_path()) as r,
     ):
         assert r.status_code == 200
         if protocol == "HTTP/1.1":
@@ -170,90 +181,90 @@ async def test_watch_chunks_arrive_as_produced(
         else:
             assert "transfer-encoding" not in r.headers
         lines = r.aiter_lines()
-        api.release(b'{"type":"ADDED"}\n')
+        await api.event("first")
         # The second event is only produced after the client saw the first one.
-        assert json.loads(await anext(lines)) == {"type": "ADDED"}
-        api.release(b'{"type":"MODIFIED"}\n')
-        assert json.loads(await anext(lines)) == {"type": "MODIFIED"}
+        assert added(await anext(lines)) == "first"
+        await api.event("second")
+        assert added(await anext(lines)) == "second"
         api.finish()
         assert [line async for line in lines] == []
-    await eventually(lambda: api.streams_closed == 1)
+    await eventually(lambda: api.watchers() == 0)
 
 
 async def test_client_disconnect_releases_the_watch(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+    server: HttpsServer, api: Core, verify: ssl.SSLContext
 ) -> None:
     async with httpx.AsyncClient(verify=verify, base_url=server.url) as client:
-        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
-            api.release(b"one\n")
-            assert await anext(r.aiter_lines()) == "one"
-            assert api.streams_closed == 0
+        async with client.stream("GET", api.watch_path()) as r:
+            await api.event("one")
+            assert added(await anext(r.aiter_lines())) == "one"
+            assert api.watchers() == 1
         # Leaving the stream early closes the connection; the server's watch ends.
-        await eventually(lambda: api.streams_closed == 1)
+        await eventually(lambda: api.watchers() == 0)
         # The server still serves new requests.
-        assert (await client.get("/echo")).status_code == 200
+        assert (await client.get("/version")).status_code == 200
 
 
 async def test_http2_stream_reset_releases_only_that_watch(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+    server: HttpsServer, api: Core, verify: ssl.SSLContext
 ) -> None:
     client = await RawH2Client.connect(server.port, verify)
     try:
-        first = await client.request("GET", "/api/v1/pods?watch=1")
-        second = await client.request("GET", "/api/v1/pods?watch=1")
-        await eventually(lambda: api.streams_opened == 2)
+        watch = api.watch_path()
+        first = await client.request("GET", watch)
+        second = await client.request("GET", watch)
+        await eventually(lambda: api.watchers() == 2)
         await client.reset(first)
-        await eventually(lambda: api.streams_closed == 1)
+        await eventually(lambda: api.watchers() == 1)
         # The other watch on the same connection still gets its events.
-        api.release(b"one\n")
-        await client.read_until(lambda: bytes(client.streams[second].body) == b"one\n")
+        await api.event("one")
+        await client.read_until(lambda: bytes(client.streams[second].body).endswith(b"\n"))
+        assert added(bytes(client.streams[second].body).decode()) == "one"
         assert client.streams[second].status == 200
-        echo = await client.request("GET", "/echo")
-        await client.read_until(lambda: client.streams[echo].ended)
-        assert loads(bytes(client.streams[echo].body))["path"] == "/echo"
+        version = await client.request("GET", "/version")
+        await client.read_until(lambda: client.streams[version].ended)
+        assert "gitVersion" in loads(bytes(client.streams[version].body))
     finally:
         await client.close()
     assert server.connection_log.count() == 1
 
 
 async def test_http2_multiplexes_watches_and_requests_on_one_connection(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext
+    server: HttpsServer, api: Core, verify: ssl.SSLContext
 ) -> None:
     async with (
         httpx.AsyncClient(verify=verify, base_url=server.url, http2=True) as client,
         contextlib.AsyncExitStack() as stack,
     ):
-        watches = [
-            await stack.enter_async_context(client.stream("GET", "/api/v1/pods?watch=1"))
-            for _ in range(5)
-        ]
-        gets = await asyncio.gather(*(client.get("/echo") for _ in range(20)))
+        watch = api.watch_path()
+        watches = [await stack.enter_async_context(client.stream("GET", watch)) for _ in range(5)]
+        gets = await asyncio.gather(*(client.get("/version") for _ in range(20)))
         assert {r.status_code for r in gets} == {200}
         assert all(w.http_version == "HTTP/2" for w in watches)
-        assert api.streams_opened == 5
+        assert api.watchers() == 5
         for n in range(5):
-            api.release(b"event-%d\n" % n)
-        for _ in watches:
-            api.finish()
-        # The watches share FakeApi's one queue: together they see every event, in order.
-        lines = [[line async for line in w.aiter_lines()] for w in watches]
-        assert sorted(itertools.chain(*lines)) == [f"event-{n}" for n in range(5)]
-        await eventually(lambda: api.streams_closed == 5)
+            await api.event(f"event-{n}")
+        api.finish()
+        # Every watch sees every event, in order.
+        lines = [[added(line) async for line in w.aiter_lines()] for w in watches]
+        assert lines == [[f"event-{n}" for n in range(5)]] * 5
+        await eventually(lambda: api.watchers() == 0)
     records = server.connection_log.records
     assert [(r.protocol, r.requests) for r in records] == [("h2", 25)]
     assert records[0].users == {"system:anonymous"}
 
 
 async def test_http2_respects_the_clients_flow_control_window(
-    server: HttpsServer, verify: ssl.SSLContext
+    server: HttpsServer, api: Core, verify: ssl.SSLContext
 ) -> None:
     """A client that grants 1 KiB per stream gets 1 KiB until it acknowledges more; h2
     would raise FlowControlError if the server sent beyond the window."""
     size = 64 * 1024
+    path, answer = await api.sized(size)
     client = await RawH2Client.connect(server.port, verify, initial_window=1024)
     client.auto_acknowledge = False
     try:
-        stream_id = await client.request("GET", f"/big?size={size}")
+        stream_id = await client.request("GET", path)
         state = client.streams[stream_id]
         await client.read_until(lambda: len(state.body) == 1024)
         assert not state.ended
@@ -262,123 +273,119 @@ async def test_http2_respects_the_clients_flow_control_window(
             await client.acknowledge(stream_id)
             await client.read_until(lambda n=received: len(state.body) > n or state.ended)
             assert len(state.body) - received <= 1024
-        assert len(state.body) == size
+        assert bytes(state.body) == answer
     finally:
         await client.close()
 
 
 async def test_http2_stop_ends_watches_then_sends_goaway(
-    api: FakeApi, ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
+    api: Core, ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
 ) -> None:
-    srv = HttpsServer(api, serving[0], serving[1], ca.cert_pem)
+    srv = HttpsServer(api.server, serving[0], serving[1], ca.cert_pem)
     await srv.start()
     client = await RawH2Client.connect(srv.port, verify)
     try:
-        watch = await client.request("GET", "/api/v1/pods?watch=1")
-        await eventually(lambda: api.streams_opened == 1)
+        watch = await client.request("GET", api.watch_path())
+        await eventually(lambda: api.watchers() == 1)
         await srv.stop()
         await client.read_until(lambda: client.goaway is not None)
         assert client.goaway is not None
         assert client.goaway.error_code == h2.errors.ErrorCodes.NO_ERROR
         assert client.goaway.last_stream_id == watch
         assert client.streams[watch].ended
-        assert api.streams_closed == 1
+        assert api.watchers() == 0
     finally:
         await client.close()
     assert not srv.online
 
 
 async def test_stop_ends_open_watches(
-    api: FakeApi,
+    api: Core,
     ca: CertificateAuthority,
     serving: tuple[bytes, bytes],
     verify: ssl.SSLContext,
     protocol: str,
 ) -> None:
-    srv = HttpsServer(api, serving[0], serving[1], ca.cert_pem)
+    srv = HttpsServer(api.server, serving[0], serving[1], ca.cert_pem)
     await srv.start()
     async with (
         https_client(verify, srv.url, protocol) as client,
-        client.stream("GET", "/api/v1/pods?watch=1") as r,
+        client.stream("GET", api.watch_path()) as r,
     ):
-        api.release(b"one\n")
+        await api.event("one")
         lines = r.aiter_lines()
-        assert await anext(lines) == "one"
+        assert added(await anext(lines)) == "one"
         await srv.stop()
-        await eventually(lambda: api.streams_closed == 1)
+        await eventually(lambda: api.watchers() == 0)
         with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError, StopAsyncIteration)):
             await anext(lines)
     assert not srv.online
 
 
 async def test_offline_refuses_and_resets_then_comes_back_on_same_port(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
     port = server.port
     async with https_client(verify, server.url, protocol) as client:
-        first = (await client.get("/echo")).json()["handled"]
-        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
-            api.release(b"one\n")
+        async with client.stream("GET", api.watch_path()) as r:
+            await api.event("one")
             lines = r.aiter_lines()
-            assert await anext(lines) == "one"
+            assert added(await anext(lines)) == "one"
             await server.go_offline()
             with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
                 await anext(lines)
-        await eventually(lambda: api.streams_closed == 1)
+        await eventually(lambda: api.watchers() == 0)
+        handled = len(api.seen)
         with pytest.raises(httpx.ConnectError):
-            await client.get("/echo")
+            await client.get("/version")
+        assert len(api.seen) == handled
         await server.come_back()
         assert server.port == port
-        r2 = await client.get("/echo")
+        r2 = await client.get("/api/v1/namespaces/one")
+    # Same server, state kept: what was written before is there.
     assert r2.status_code == 200
-    # Same handler, state kept: the request counter continued.
-    assert r2.json()["handled"] > first
+    assert r2.json()["metadata"]["name"] == "one"
 
 
 async def test_drop_streams_resets_only_watch_connections(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
     async with https_client(verify, server.url, protocol) as client:
-        async with client.stream("GET", "/api/v1/pods?watch=1") as r:
-            api.release(b"one\n")
+        async with client.stream("GET", api.watch_path()) as r:
+            await api.event("one")
             lines = r.aiter_lines()
-            assert await anext(lines) == "one"
+            assert added(await anext(lines)) == "one"
             assert await server.drop_streams() == 1
             with pytest.raises((httpx.RemoteProtocolError, httpx.ReadError)):
                 await anext(lines)
-        await eventually(lambda: api.streams_closed == 1)
-        assert (await client.get("/echo")).status_code == 200
-
-
-class _FollowUp:
-    def __init__(self) -> None:
-        self.done = False
-
-    async def handle(self, req: ApiRequest) -> ApiResponse:
-        async def then() -> None:
-            self.done = True
-
-        return ResponseWithFollowUp(
-            202, b'{"ok":true}', {"Content-Type": "application/json"}, then=then
-        )
+        await eventually(lambda: api.watchers() == 0)
+        assert (await client.get("/version")).status_code == 200
 
 
 async def test_follow_up_runs_after_the_response(
-    ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext, protocol: str
+    api: Core,
+    ca: CertificateAuthority,
+    serving: tuple[bytes, bytes],
+    verify: ssl.SSLContext,
+    protocol: str,
 ) -> None:
-    handler = _FollowUp()
-    async with (
-        HttpsServer(handler, serving[0], serving[1], ca.cert_pem) as srv,
-        https_client(verify, srv.url, protocol) as client,
-    ):
-        r = await client.post("/x")
-        assert r.status_code == 202
-        assert loads(r.content) == {"ok": True}
-        await eventually(lambda: handler.done)
+    """The control route that takes the server offline answers first, then goes offline."""
+    faults = Faults(api.storage)
+    router = ControlRouter(api.server, api.authenticate, {"faults": faults.http})
+    async with HttpsServer(router, serving[0], serving[1], ca.cert_pem) as srv:
+        faults.attach(srv)
+        async with https_client(
+            verify, srv.url, protocol, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        ) as client:
+            r = await client.post("/_emulator/faults/offline", json={"seconds": 60})
+            assert r.status_code == 202
+            assert loads(r.content) == {"offline": True, "seconds": 60}
+            await eventually(lambda: not srv.online)
+        await faults.close()
 
 
 async def test_curl_style_expect_continue_and_head(
-    server: HttpsServer, ca: CertificateAuthority, tmp_path: Path
+    server: HttpsServer, api: Core, ca: CertificateAuthority, tmp_path: Path
 ) -> None:
     ca_file = tmp_path / "ca.crt"
     ca_file.write_bytes(ca.cert_pem)
@@ -399,15 +406,20 @@ async def test_curl_style_expect_continue_and_head(
         "30",
         "--max-time",
         "20",
-        f"{server.url}/echo",
+        "--write-out",
+        "%{http_code}",
+        "--output",
+        "/dev/null",
+        f"{server.url}/nowhere",
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await proc.communicate()
     assert proc.returncode == 0
-    assert loads(out)["bodyLength"] == 3_000_000
+    assert out == b"404"
+    assert len(api.seen[-1].body) == 3_000_000
     ctx = client_ssl_context(ca.cert_pem, tmp_path)
     async with httpx.AsyncClient(verify=ctx, base_url=server.url) as client:
-        head = await client.head("/echo")
+        head = await client.head("/version")
     assert head.status_code == 200
     assert head.content == b""
 
@@ -424,19 +436,19 @@ async def test_curl_style_expect_continue_and_head(
 )
 async def test_gzip_as_kube_apiserver_compresses(
     server: HttpsServer,
+    api: Core,
     verify: ssl.SSLContext,
     protocol: str,
     size: int,
     accept: str,
     compressed: bool,
 ) -> None:
+    path, answer = await api.sized(size)
     async with https_client(verify, server.url, protocol) as client:
-        r = await client.get(
-            "/big", params={"size": str(size)}, headers={"Accept-Encoding": accept}
-        )
+        r = await client.get(path, headers={"Accept-Encoding": accept})
     assert r.status_code == 200
     assert len(r.content) == size
-    assert r.json()["data"] == "x" * (size - 11)
+    assert r.content == answer
     if compressed:
         assert r.headers["content-encoding"] == "gzip"
         assert r.headers["vary"] == "Accept-Encoding"
@@ -447,15 +459,23 @@ async def test_gzip_as_kube_apiserver_compresses(
 
 
 async def test_watch_streams_are_never_compressed(
-    server: HttpsServer, api: FakeApi, verify: ssl.SSLContext, protocol: str
+    server: HttpsServer, api: Core, verify: ssl.SSLContext, protocol: str
 ) -> None:
-    big_event = b'{"type":"ADDED","object":{"data":"' + b"x" * (GZIP_THRESHOLD_BYTES * 2) + b'"}}\n'
+    await api.event("big")
+    path = "/api/v1/namespaces/big/configmaps"
+    watch = f"{path}?watch=1&resourceVersion={api.storage.revision}"
+    data = {"x": "x" * (GZIP_THRESHOLD_BYTES * 2)}
     async with (
         https_client(verify, server.url, protocol) as client,
-        client.stream("GET", "/api/v1/pods?watch=1", headers={"Accept-Encoding": "gzip"}) as r,
+        client.stream("GET", watch, headers={"Accept-Encoding": "gzip"}) as r,
     ):
         assert "content-encoding" not in r.headers
-        api.release(big_event)
+        await api.admin.create(path, {"metadata": {"name": "large"}, "data": data})
         api.finish()
         body = b"".join([chunk async for chunk in r.aiter_raw()])
-    assert body == big_event
+    # One event line, as the server wrote it: not compressed.
+    assert body.count(b"\n") == 1
+    assert r.num_bytes_downloaded == len(body) > GZIP_THRESHOLD_BYTES * 2
+    event = loads(body)
+    assert event["type"] == "ADDED"
+    assert event["object"]["data"] == data

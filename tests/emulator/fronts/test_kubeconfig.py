@@ -16,7 +16,7 @@ from emulator.https import HttpsServer
 from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
 from emulator.pki import CertificateAuthority
 
-from .fakes import FakeApi
+from .core import ADMIN_TOKEN, Core, user_of
 
 SERVER = "https://127.0.0.1:6443"
 
@@ -82,40 +82,40 @@ def test_written_with_mode_0600_even_over_an_existing_file(
 
 
 @pytest.fixture
-async def server(ca: CertificateAuthority) -> AsyncIterator[tuple[HttpsServer, FakeApi]]:
-    api = FakeApi()
+async def server(ca: CertificateAuthority) -> AsyncIterator[tuple[HttpsServer, Core]]:
+    api = Core()
     cert, key = ca.issue("apiserver", dns_names=("localhost",), ips=("127.0.0.1",), usage="server")
-    async with HttpsServer(api, cert, key, ca.cert_pem) as srv:
+    async with HttpsServer(api.server, cert, key, ca.cert_pem) as srv:
         yield srv, api
 
 
 async def test_official_client_loads_it_and_reaches_the_server(
-    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
+    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, Core]
 ) -> None:
-    srv, _ = server
+    srv, api = server
     path = write_kubeconfig(
-        tmp_path / "kc", build_kubeconfig(srv.url, ca.cert_pem, token="admin-token")
+        tmp_path / "kc", build_kubeconfig(srv.url, ca.cert_pem, token=ADMIN_TOKEN)
     )
     configuration = k8s_client.Configuration()
     k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
         config_file=str(path), client_configuration=configuration, persist_config=False
     )
     assert configuration.host == srv.url
-    assert configuration.api_key == {"BearerToken": "Bearer admin-token"}
+    assert configuration.api_key == {"BearerToken": f"Bearer {ADMIN_TOKEN}"}
     # The embedded CA verifies the server, and the token reaches it.
     ctx = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
     async with httpx.AsyncClient(verify=ctx, base_url=configuration.host) as client:
         r = await client.get(
-            "/echo", headers={"Authorization": configuration.api_key["BearerToken"]}
+            "/version", headers={"Authorization": configuration.api_key["BearerToken"]}
         )
     assert r.status_code == 200
-    assert r.json()["user"] == "admin"
+    assert user_of(api.seen[-1]) == "admin"
 
 
 async def test_client_cert_kubeconfig_authenticates_by_certificate(
-    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, FakeApi]
+    ca: CertificateAuthority, tmp_path: Path, server: tuple[HttpsServer, Core]
 ) -> None:
-    srv, _ = server
+    srv, api = server
     cert, key = ca.issue("system:node:n1", ("system:nodes",))
     path = write_kubeconfig(
         tmp_path / "kc",
@@ -129,5 +129,6 @@ async def test_client_cert_kubeconfig_authenticates_by_certificate(
     assert configuration.cert_file is not None
     ctx.load_cert_chain(configuration.cert_file, configuration.key_file)
     async with httpx.AsyncClient(verify=ctx, base_url=configuration.host) as client:
-        r = await client.get("/echo")
-    assert r.json()["peerCN"] == "system:node:n1"
+        r = await client.get("/version")
+    assert r.status_code == 200
+    assert user_of(api.seen[-1]) == "system:node:n1"
