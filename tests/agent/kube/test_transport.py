@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 from typing import Any
@@ -14,12 +15,15 @@ from agent.kube.ratelimit import TokenBucket
 from agent.kube.transport import (
     RetryPolicy,
     Transport,
+    TransportFactory,
     build_ssl_context,
     no_proxy_matches,
     select_proxy,
 )
+from tests.agent.kube.wire import Call, Emulated, Wire, emulated, status
 
 HOST = "https://api.example:6443"
+CONFIGMAPS = "/api/v1/namespaces/a/configmaps"
 
 
 class RecordingClock:
@@ -39,104 +43,72 @@ class RecordingClock:
         self.sleeps.append(round(delay, 6))
 
 
-def transport(handler: Any, cfg: ClientConfig | None = None, **kw: Any) -> Transport:
-    return Transport(
-        cfg or ClientConfig(host=HOST, qps=0),
-        transport_factory=lambda _c: httpx.MockTransport(handler),
-        **kw,
-    )
-
-
-def status_response(
-    code: int, reason: str, headers: dict[str, str] | None = None
-) -> httpx.Response:
-    body = {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "reason": reason,
-        "code": code,
-        "message": reason,
-        "metadata": {},
-    }
-    return httpx.Response(code, json=body, headers=headers)
+def configmap(name: str) -> bytes:
+    return json.dumps(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+    ).encode()
 
 
 async def test_retry_after_is_honoured_for_any_verb_and_capped() -> None:
-    answers = [
-        status_response(429, "TooManyRequests", {"Retry-After": "120"}),
-        status_response(503, "ServiceUnavailable", {"Retry-After": "2"}),
-        httpx.Response(201, json={"ok": True}),
-    ]
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.method)
-        return answers.pop(0)
-
+    api = emulated()
+    await api.namespace("a")
+    api.faults.fail_next(1, 429, verb="create", retry_after=120)
+    api.faults.fail_next(1, 503, verb="create", retry_after=2)
     clock = RecordingClock()
-    t = transport(handler, clock=clock, retry=RetryPolicy(max_retry_after=30.0))
-    response = await t.request("POST", "/api/v1/namespaces/a/configmaps", body=b"{}")
+    t = api.transport(clock=clock, retry=RetryPolicy(max_retry_after=30.0))
+    response = await t.request("POST", CONFIGMAPS, body=configmap("c"))
     assert response.status == 201
-    assert seen == ["POST", "POST", "POST"]
+    assert [c.method for c in api.wire.calls] == ["POST", "POST", "POST"]
     assert clock.sleeps == [30.0, 2.0]
 
 
 async def test_5xx_without_retry_after_is_not_retried() -> None:
-    calls = 0
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        nonlocal calls
-        calls += 1
-        return status_response(500, "InternalError")
-
+    api = emulated()
+    api.faults.add_error(500)
     with pytest.raises(errors.ServerError) as info:
-        await transport(handler).request("GET", "/api/v1/pods")
-    assert calls == 1
+        await api.transport().request("GET", "/api/v1/pods")
+    assert len(api.wire.calls) == 1
     assert info.value.status["reason"] == "InternalError"
     assert info.value.code == 500
 
 
 async def test_retry_after_gives_up_after_max_retries() -> None:
-    calls = 0
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        nonlocal calls
-        calls += 1
-        return status_response(429, "TooManyRequests", {"Retry-After": "1"})
-
+    api = emulated()
+    api.faults.add_error(429, retry_after=1)
     clock = RecordingClock()
-    t = transport(handler, clock=clock, retry=RetryPolicy(max_retries=3))
+    t = api.transport(clock=clock, retry=RetryPolicy(max_retries=3))
     with pytest.raises(errors.TooManyRequestsError) as info:
         await t.request("GET", "/api/v1/pods")
-    assert calls == 4
+    assert len(api.wire.calls) == 4
     assert info.value.retry_after == 1.0
 
 
 async def test_connection_errors_retried_for_get_only() -> None:
-    calls: list[str] = []
+    api = emulated()
+    await api.namespace("a")
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        calls.append(request.method)
-        if len(calls) < 3:
-            raise httpx.ConnectError("refused", request=request)
-        return httpx.Response(200, json={})
+    def refused_twice(call: Call) -> None:
+        if len(api.wire.calls) < 3:
+            raise httpx.ConnectError("refused")
 
+    api.wire.answers.append(refused_twice)
     clock = RecordingClock()
-    t = transport(handler, clock=clock, retry=RetryPolicy(connection_backoff=0.1))
+    t = api.transport(clock=clock, retry=RetryPolicy(connection_backoff=0.1))
     assert (await t.request("GET", "/version")).status == 200
     assert clock.sleeps == [0.1, 0.2]
 
-    def failing(request: httpx.Request) -> httpx.Response:
-        calls.append(request.method)
-        raise httpx.ReadError("reset", request=request)
+    def reset(call: Call) -> None:
+        raise httpx.ReadError("reset")
 
-    calls.clear()
+    api.wire.answers[:] = [reset]
+    api.wire.calls.clear()
     with pytest.raises(errors.TransportError) as info:
-        await transport(failing, clock=clock).request("POST", "/x", body=b"{}")
-    assert calls == ["POST"]
+        await api.transport(clock=clock).request("POST", CONFIGMAPS, body=configmap("c"))
+    assert [c.method for c in api.wire.calls] == ["POST"]
     assert not isinstance(info.value, httpx.HTTPError)
     assert info.value.method == "POST"
+    # Not retried: nothing was written.
+    assert api.server.storage.get(("", "configmaps"), "a", "c") is None
 
 
 class RotatingToken:
@@ -154,52 +126,44 @@ class RotatingToken:
 
 async def test_401_refreshes_token_once(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    seen: list[str] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("authorization", ""))
-        if request.headers.get("authorization") != "Bearer new":
-            return status_response(401, "Unauthorized")
-        return httpx.Response(200, json={})
-
+    api = emulated(tokens=["new"])
     token = RotatingToken()
-    t = transport(handler, ClientConfig(host=HOST, qps=0, token_source=token))
+    t = api.transport(ClientConfig(host=HOST, qps=0, token_source=token))
     assert (await t.request("GET", "/api")).status == 200
-    assert seen == ["Bearer old", "Bearer new"]
+    assert [c.headers["authorization"] for c in api.wire.calls] == ["Bearer old", "Bearer new"]
 
-    def always_401(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers.get("authorization", ""))
-        return status_response(401, "Unauthorized")
-
-    seen.clear()
-    t2 = transport(always_401, ClientConfig(host=HOST, qps=0, token_source=RotatingToken()))
+    # A server that takes neither token.
+    api = emulated(tokens=[])
+    t2 = api.transport(ClientConfig(host=HOST, qps=0, token_source=RotatingToken()))
     with pytest.raises(errors.UnauthorizedError):
         await t2.request("GET", "/api")
-    assert len(seen) == 2
+    assert len(api.wire.calls) == 2
     assert "old" not in caplog.text
     assert "new" not in caplog.text
 
 
 async def test_qps_throttling_spaces_requests() -> None:
     clock = RecordingClock()
-    t = transport(
-        lambda r: httpx.Response(200, json={}),
-        ClientConfig(host=HOST, qps=2.0, burst=1),
-        clock=clock,
-    )
+    t = emulated().transport(ClientConfig(host=HOST, qps=2.0, burst=1), clock=clock)
     for _ in range(3):
         await t.request("GET", "/version")
     assert clock.sleeps == [0.5, 1.0]
 
 
+def wires_per_config(api: Emulated) -> tuple[dict[str, Wire], TransportFactory]:
+    """A transport factory building a new wire to the emulator for each client config,
+    named "old" or "new" by whether the config carries a client certificate."""
+    built: dict[str, Wire] = {}
+
+    def factory(cfg: ClientConfig) -> Wire:
+        built["new" if cfg.client_cert_pem else "old"] = Wire(api.server)
+        return built["new" if cfg.client_cert_pem else "old"]
+
+    return built, factory
+
+
 async def test_sibling_with_own_budget_shares_connections_and_reloads() -> None:
-    built: list[str] = []
-
-    def factory(cfg: ClientConfig) -> httpx.MockTransport:
-        tag = "new" if cfg.client_cert_pem else "old"
-        built.append(tag)
-        return httpx.MockTransport(lambda r: httpx.Response(200, json={"served_by": tag}))
-
+    built, factory = wires_per_config(emulated())
     clock = RecordingClock()
     main = Transport(
         ClientConfig(host=HOST, qps=2.0, burst=1), transport_factory=factory, clock=clock
@@ -213,11 +177,14 @@ async def test_sibling_with_own_budget_shares_connections_and_reloads() -> None:
     assert clock.sleeps == [0.5]
     # One connection pool: a reload of the main transport is what the sibling uses too.
     await main.reload(main.config.with_client_certificate(b"cert", b"key"))
-    assert (await events.request("GET", "/version")).json() == {"served_by": "new"}
-    assert built == ["old", "new"]
+    assert (await events.request("GET", "/version")).status == 200
+    assert list(built) == ["old", "new"]
+    assert len(built["old"].calls) == 3
+    assert len(built["new"].calls) == 1
     # Closing the sibling leaves the shared connections to their owner.
     await events.close()
-    assert (await main.request("GET", "/version")).json() == {"served_by": "new"}
+    assert (await main.request("GET", "/version")).status == 200
+    assert len(built["new"].calls) == 2
     await main.close()
 
 
@@ -230,12 +197,7 @@ async def test_token_bucket_burst_then_rate() -> None:
 
 
 async def test_user_agent_sni_and_metrics() -> None:
-    seen: list[httpx.Request] = []
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(404, json={"kind": "Status", "code": 404, "reason": "NotFound"})
-
+    api = emulated()
     observed: list[tuple[str, str, str]] = []
 
     class Metrics:
@@ -243,58 +205,44 @@ async def test_user_agent_sni_and_metrics() -> None:
             observed.append((method, host, code))
 
     cfg = ClientConfig(host=HOST, qps=0, tls_server_name="kubernetes", user_agent="ua/1")
-    t = transport(handler, cfg, metrics=Metrics())
+    t = api.transport(cfg, metrics=Metrics())
     with pytest.raises(errors.NotFoundError):
         await t.request("GET", "/api/v1/namespaces/x")
-    assert seen[0].headers["user-agent"] == "ua/1"
-    assert seen[0].extensions["sni_hostname"] == "kubernetes"
+    assert api.wire.calls[0].headers["user-agent"] == "ua/1"
+    assert api.wire.calls[0].sni == "kubernetes"
     assert observed == [("GET", "api.example:6443", "404")]
 
 
 async def test_reload_keeps_stream_on_old_client_until_done() -> None:
-    built: list[httpx.MockTransport] = []
-    release = asyncio.Event()
-
-    class Stream(httpx.AsyncByteStream):
-        async def __aiter__(self) -> Any:
-            yield b'{"type":"ADDED"}\n'
-            await release.wait()
-            yield b'{"type":"MODIFIED"}\n'
-
-    def factory(cfg: ClientConfig) -> httpx.MockTransport:
-        tag = "new" if cfg.client_cert_pem else "old"
-
-        def handler(request: httpx.Request) -> httpx.Response:
-            if request.url.params.get("watch"):
-                return httpx.Response(200, stream=Stream())
-            return httpx.Response(200, json={"served_by": tag})
-
-        built.append(httpx.MockTransport(handler))
-        return built[-1]
-
+    api = emulated()
+    built, factory = wires_per_config(api)
     t = Transport(ClientConfig(host=HOST, qps=0), transport_factory=factory)
-    lines: list[bytes] = []
-    async with t.stream("GET", "/api/v1/pods", params={"watch": "true"}) as stream:
+    since = str(api.server.storage.revision)
+    names: list[str] = []
+    params = {"watch": "true", "resourceVersion": since}
+    async with t.stream("GET", "/api/v1/namespaces", params=params) as stream:
         it = stream.lines()
-        lines.append(await it.__anext__())
+        await api.namespace("before")
+        names.append(json.loads(await it.__anext__())["object"]["metadata"]["name"])
         await t.reload(t.config.with_client_certificate(b"cert", b"key"))
-        assert (await t.request("GET", "/version")).json() == {"served_by": "new"}
+        assert (await t.request("GET", "/version")).status == 200
+        assert [c.path for c in built["new"].calls] == ["/version"]
         old_slot = next(iter(t._retired))
         assert not old_slot.closed
-        release.set()
-        lines.append(await it.__anext__())
+        await api.namespace("after")
+        names.append(json.loads(await it.__anext__())["object"]["metadata"]["name"])
         await it.aclose()
-    assert lines == [b'{"type":"ADDED"}', b'{"type":"MODIFIED"}']
+    assert names == ["before", "after"]
     assert old_slot.closed
-    assert len(built) == 2
+    assert list(built) == ["old", "new"]
     await t.close()
 
 
 async def test_stream_error_status_raises_typed_error() -> None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        return status_response(410, "Expired")
-
-    t = transport(handler)
+    # An HTTP 410 to the watch request itself (servers send theirs as an ERROR event).
+    api = emulated()
+    api.wire.answers.append(lambda c: httpx.Response(410, json=status(410, "Expired")))
+    t = api.transport()
     with pytest.raises(errors.ExpiredError):
         async with t.stream("GET", "/api/v1/pods", params={"watch": "true"}):
             pass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,15 +21,19 @@ from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig
 from agent.kube.transport import RetryPolicy, Transport
 from emulator.apiserver import ApiServer
+from emulator.authn import Authenticator
 from emulator.faults import Faults
 from emulator.handlers import ServerConfig
 from emulator.local import LocalClient
 from emulator.schema import builtin_schema, crd_schema
 from emulator.transport import EmulatorTransport
+from emulator.wire import UserInfo
 from emulator.wiring import kubernetes_version
 from tests import polling
 
 JsonDict = dict[str, Any]
+HOST = "https://emulator.example:6443"
+ADMIN = UserInfo("admin", ("system:masters", "system:authenticated"))
 
 
 def status(code: int, reason: str, message: str = "", **details: Any) -> JsonDict:
@@ -55,6 +59,8 @@ class Call:
     params: dict[str, str]
     body: Any
     headers: dict[str, str]
+    # The TLS server name the client asked for (httpx's sni_hostname extension).
+    sni: str | None = None
 
 
 Answer = Callable[[Call], "httpx.Response | Awaitable[httpx.Response | None] | None"]
@@ -78,6 +84,7 @@ class Wire(httpx.AsyncBaseTransport):
             dict(request.url.params),
             json.loads(raw) if raw else None,
             {k.lower(): v for k, v in request.headers.items()},
+            request.extensions.get("sni_hostname"),
         )
         self.calls.append(call)
         for answer in self.answers:
@@ -106,19 +113,32 @@ class Emulated:
     admin: LocalClient
     faults: Faults
 
+    def transport(self, config: ClientConfig | None = None, **kwargs: Any) -> Transport:
+        """agent.kube's Transport, its every request crossing the wire."""
+        cfg = config or ClientConfig(host=HOST, qps=0)
+        return Transport(cfg, transport_factory=lambda _c: self.wire, **kwargs)
+
     def client(self, *, config: ClientConfig | None = None, **kwargs: Any) -> KubeClient:
         """A KubeClient whose every request crosses the wire."""
-        cfg = config or ClientConfig(host="https://emulator.example:6443", qps=0)
         kwargs.setdefault("retry", RetryPolicy(connection_backoff=0.0))
-        return KubeClient(Transport(cfg, transport_factory=lambda _c: self.wire, **kwargs))
+        return KubeClient(self.transport(config, **kwargs))
 
     async def namespace(self, name: str) -> None:
         await self.admin.create("/api/v1/namespaces", {"metadata": {"name": name}})
 
 
-def emulated(**config: Any) -> Emulated:
-    """`config`: ServerConfig's settings, e.g. a short bookmark_interval."""
+def emulated(*, tokens: Iterable[str] | None = None, **config: Any) -> Emulated:
+    """`config`: ServerConfig's settings, e.g. a short bookmark_interval. With `tokens`, the
+    server authenticates: those bearer tokens are the admin's, others are refused."""
+    authenticator = None
+    if tokens is not None:
+        authenticator = Authenticator(
+            static_tokens=dict.fromkeys(tokens, ADMIN),
+            sa_tokens=None,
+            lookup=lambda group, resource, namespace, name: None,
+        )
     server = ApiServer(
+        authenticator=authenticator,
         builtin_schema=builtin_schema,
         crd_schema=crd_schema,
         config=ServerConfig(**config),
