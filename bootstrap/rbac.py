@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -39,12 +40,13 @@ from agent.kube.resources import (
 )
 from agent.resources import CLUSTERS, RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
 
+from . import render
+from .tokens import DEFAULT_GROUP
+
 RBAC_GENERATOR_USER = "system:karmada:agent:rbac-generator"
 CLUSTER_INFO_NAMESPACE = "kube-public"
 CLUSTER_INFO_NAME = "cluster-info"
 ANONYMOUS = "system:anonymous"
-_RBAC = "rbac.authorization.k8s.io/v1"
-_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
 
 Obj = dict[str, Any]
 
@@ -156,108 +158,30 @@ def cluster_info_configmap(server: str, ca_pem: bytes) -> Obj:
     }
 
 
-def _binding(
-    kind: str, name: str, role_kind: str, role: str, subjects: list[Obj], ns: str = ""
-) -> Obj:
-    meta: Obj = {"name": name, "labels": dict(_LABELS)}
-    if ns:
-        meta["namespace"] = ns
-    return {
-        "apiVersion": _RBAC,
-        "kind": kind,
-        "metadata": meta,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
-        "subjects": subjects,
-    }
-
-
-def _group(name: str) -> Obj:
-    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": name}
-
-
-def _cluster_role(name: str, rules: list[Obj]) -> Obj:
-    return {
-        "apiVersion": _RBAC,
-        "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": dict(_LABELS)},
-        "rules": rules,
-    }
-
-
 def prerequisite_rbac(bootstrap_groups: list[str]) -> list[Obj]:
-    """The RBAC of karmada-contract 4.1 without the rbac-generator, for `bootstrap_groups`."""
-    groups = [_group(g) for g in bootstrap_groups]
-    clusterinfo = "system:karmada:bootstrap-signer-clusterinfo"
-    autoapprover = "system:karmada:certificatesigningrequest:autoapprover"
-    selfautoapprover = "system:karmada:certificatesigningrequest:selfautoapprover"
+    """The RBAC of karmada-contract 4.1 without the rbac-generator, as written in
+    deploy/control-plane/prerequisites, with `bootstrap_groups` in place of the default
+    bootstrap group."""
+    groups = [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": g}
+        for g in bootstrap_groups
+    ]
+    objects = []
+    for obj in _resources(render.deploy_dir() / "control-plane" / "prerequisites"):
+        if [s.get("name") for s in obj.get("subjects") or []] == [DEFAULT_GROUP]:
+            obj["subjects"] = list(groups)
+        objects.append(obj)
+    return objects
+
+
+def _resources(kustomization: Path) -> list[Obj]:
+    """The objects of a kustomization that only lists plain resource files."""
+    listed = yaml.safe_load((kustomization / "kustomization.yaml").read_text())["resources"]
     return [
-        {
-            "apiVersion": _RBAC,
-            "kind": "Role",
-            "metadata": {
-                "name": clusterinfo,
-                "namespace": CLUSTER_INFO_NAMESPACE,
-                "labels": dict(_LABELS),
-            },
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "resourceNames": [CLUSTER_INFO_NAME],
-                    "verbs": ["get"],
-                }
-            ],
-        },
-        _binding(
-            "RoleBinding",
-            clusterinfo,
-            "Role",
-            clusterinfo,
-            [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ANONYMOUS}],
-            ns=CLUSTER_INFO_NAMESPACE,
-        ),
-        # kube-apiserver's default role: create/get/list/watch CSRs.
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-bootstrap",
-            "ClusterRole",
-            "system:node-bootstrapper",
-            groups,
-        ),
-        _cluster_role(
-            autoapprover,
-            [
-                {
-                    "apiGroups": ["certificates.k8s.io"],
-                    "resources": ["certificatesigningrequests/clusteragent"],
-                    "verbs": ["create"],
-                }
-            ],
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-autoapprove-bootstrap",
-            "ClusterRole",
-            autoapprover,
-            groups,
-        ),
-        _cluster_role(
-            selfautoapprover,
-            [
-                {
-                    "apiGroups": ["certificates.k8s.io"],
-                    "resources": ["certificatesigningrequests/selfclusteragent"],
-                    "verbs": ["create"],
-                }
-            ],
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-autoapprove-certificate-rotation",
-            "ClusterRole",
-            selfautoapprover,
-            [_group(AGENT_GROUP)],
-        ),
+        doc
+        for name in listed
+        for doc in yaml.safe_load_all((kustomization / name).read_text())
+        if doc
     ]
 
 

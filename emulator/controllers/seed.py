@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import base64
 import uuid
+from pathlib import Path
+
+import yaml
 
 from emulator.controllers import ControllerContext
 from emulator.errors import ApiError
@@ -19,7 +22,6 @@ from emulator.timefmt import rfc3339
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 KARMADA_NAMESPACES = ("karmada-system", "karmada-cluster")
-BOOTSTRAP_GROUP = "system:bootstrappers:karmada:default-cluster-token"
 
 _PLURALS = {
     "Namespace": "namespaces",
@@ -103,31 +105,26 @@ def cluster_info_kubeconfig(server: str, ca_pem: bytes) -> str:
     )
 
 
-def _cluster_role(name: str, rules: list[JSON]) -> JSON:
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": name, "labels": {"karmada.io/bootstrapping": "rbac-defaults"}},
-        "rules": rules,
-    }
+# The repository's deploy/: the emulator runs from a checkout.
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+# Upstream's identity for generating per-cluster RBAC, which karmadactl init installs and
+# karmada-bootstrap never creates (anyone holding a bootstrap token can obtain it).
+RBAC_GENERATOR = "system:karmada:agent-rbac-generator"
+_RBAC_LABELS = {"karmada.io/bootstrapping": "rbac-defaults"}
 
 
-def _binding(kind: str, name: str, role_kind: str, role: str, subject: JSON, ns: str = "") -> JSON:
-    meta: JSON = {"name": name, "labels": {"karmada.io/bootstrapping": "rbac-defaults"}}
-    if ns:
-        meta["namespace"] = ns
-    return {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": kind,
-        "metadata": meta,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role},
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", **subject}],
-    }
+def _plain_resources(kustomization: Path) -> list[JSON]:
+    """The objects of a kustomization that only lists resource files (bootstrap reads them
+    the same way; the emulator may not import it)."""
+    listed = yaml.safe_load((kustomization / "kustomization.yaml").read_text())["resources"]
+    texts = [(kustomization / name).read_text() for name in listed]
+    return [doc for text in texts for doc in yaml.safe_load_all(text) if doc]
 
 
 def karmada_bootstrap_objects(server: str, ca_pem: bytes) -> list[JSON]:
-    """artifacts/deploy/bootstrap-token-configuration.yaml of karmada, as objects."""
-    group_subject = {"kind": "Group", "name": BOOTSTRAP_GROUP}
+    """What karmadactl init installs for bootstrap-token registration: cluster-info, the RBAC
+    written in deploy/control-plane/prerequisites, and upstream's rbac-generator."""
+    rbac = "rbac.authorization.k8s.io"
     return [
         {
             "apiVersion": "v1",
@@ -135,83 +132,22 @@ def karmada_bootstrap_objects(server: str, ca_pem: bytes) -> list[JSON]:
             "metadata": {"name": "cluster-info", "namespace": "kube-public"},
             "data": {"kubeconfig": cluster_info_kubeconfig(server, ca_pem)},
         },
+        *_plain_resources(DEPLOY / "control-plane" / "prerequisites"),
         {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": {
-                "name": "system:karmada:bootstrap-signer-clusterinfo",
-                "namespace": "kube-public",
-                "labels": {"karmada.io/bootstrapping": "rbac-defaults"},
-            },
-            "rules": [
-                {
-                    "apiGroups": [""],
-                    "resources": ["configmaps"],
-                    "resourceNames": ["cluster-info"],
-                    "verbs": ["get"],
-                }
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": RBAC_GENERATOR, "labels": _RBAC_LABELS},
+            "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+        },
+        {
+            "apiVersion": f"{rbac}/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": RBAC_GENERATOR, "labels": _RBAC_LABELS},
+            "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": RBAC_GENERATOR},
+            "subjects": [
+                {"apiGroup": rbac, "kind": "User", "name": "system:karmada:agent:rbac-generator"}
             ],
         },
-        _binding(
-            "RoleBinding",
-            "system:karmada:bootstrap-signer-clusterinfo",
-            "Role",
-            "system:karmada:bootstrap-signer-clusterinfo",
-            {"kind": "User", "name": "system:anonymous"},
-            ns="kube-public",
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-bootstrap",
-            "ClusterRole",
-            "system:node-bootstrapper",
-            group_subject,
-        ),
-        _cluster_role(
-            "system:karmada:certificatesigningrequest:autoapprover",
-            [
-                {
-                    "apiGroups": ["certificates.k8s.io"],
-                    "resources": ["certificatesigningrequests/clusteragent"],
-                    "verbs": ["create"],
-                }
-            ],
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-autoapprove-bootstrap",
-            "ClusterRole",
-            "system:karmada:certificatesigningrequest:autoapprover",
-            group_subject,
-        ),
-        _cluster_role(
-            "system:karmada:certificatesigningrequest:selfautoapprover",
-            [
-                {
-                    "apiGroups": ["certificates.k8s.io"],
-                    "resources": ["certificatesigningrequests/selfclusteragent"],
-                    "verbs": ["create"],
-                }
-            ],
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-autoapprove-certificate-rotation",
-            "ClusterRole",
-            "system:karmada:certificatesigningrequest:selfautoapprover",
-            {"kind": "Group", "name": "system:karmada:agents"},
-        ),
-        _cluster_role(
-            "system:karmada:agent-rbac-generator",
-            [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-        ),
-        _binding(
-            "ClusterRoleBinding",
-            "system:karmada:agent-rbac-generator",
-            "ClusterRole",
-            "system:karmada:agent-rbac-generator",
-            {"kind": "User", "name": "system:karmada:agent:rbac-generator"},
-        ),
     ]
 
 
