@@ -58,6 +58,16 @@ def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[
     return rt.group, rt.version, rt.kind, SUBRESOURCE_VERBS
 
 
+def _aliases(rt: ResourceType) -> JSON:
+    """The short names and categories a resource is also known by, when it has them."""
+    aliases: JSON = {}
+    if rt.short_names:
+        aliases["shortNames"] = list(rt.short_names)
+    if rt.categories:
+        aliases["categories"] = list(rt.categories)
+    return aliases
+
+
 def api_resource_list(registry: Registry, group: str, version: str) -> JSON:
     resources: list[JSON] = []
     for rt in sorted(registry.resources(group, version), key=lambda r: r.resource):
@@ -67,11 +77,8 @@ def api_resource_list(registry: Registry, group: str, version: str) -> JSON:
             "namespaced": rt.namespaced,
             "kind": rt.kind,
             "verbs": sorted(rt.verbs),
+            **_aliases(rt),
         }
-        if rt.short_names:
-            entry["shortNames"] = list(rt.short_names)
-        if rt.categories:
-            entry["categories"] = list(rt.categories)
         if rt.storage_version_hash:
             entry["storageVersionHash"] = rt.storage_version_hash
         resources.append(entry)
@@ -113,11 +120,8 @@ def _aggregated_group(registry: Registry, group: str) -> JSON:
                 "scope": "Namespaced" if rt.namespaced else "Cluster",
                 "singularResource": rt.singular,
                 "verbs": sorted(rt.verbs),
+                **_aliases(rt),
             }
-            if rt.short_names:
-                entry["shortNames"] = list(rt.short_names)
-            if rt.categories:
-                entry["categories"] = list(rt.categories)
             subs = []
             for sub in sorted(rt.subresources):
                 g, sv, kind, verbs = _subresource_kind(rt, sub)

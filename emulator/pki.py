@@ -510,24 +510,20 @@ class ServiceAccountTokenIssuer:
 
 
 def _legacy_claims(claims: dict[str, Any]) -> LegacyTokenClaims:
-    def text(key: str) -> str:
+    """The claims a legacy token must carry, checked in kube's order."""
+    found: dict[str, str] = {}
+    for key, what in (
+        ("sub", "sub"),
+        (_CLAIM_NAMESPACE, "namespace"),
+        (_CLAIM_SECRET, "secretName"),
+        (_CLAIM_SA_NAME, "serviceAccountName"),
+        (_CLAIM_SA_UID, "serviceAccountUID"),
+    ):
         value = claims.get(key, "")
-        return value if isinstance(value, str) else ""
-
-    if not text("sub"):
-        raise InvalidTokenError("sub claim is missing")
-    namespace = text(_CLAIM_NAMESPACE)
-    if not namespace:
-        raise InvalidTokenError("namespace claim is missing")
-    secret_name = text(_CLAIM_SECRET)
-    if not secret_name:
-        raise InvalidTokenError("secretName claim is missing")
-    name = text(_CLAIM_SA_NAME)
-    if not name:
-        raise InvalidTokenError("serviceAccountName claim is missing")
-    uid = text(_CLAIM_SA_UID)
-    if not uid:
-        raise InvalidTokenError("serviceAccountUID claim is missing")
-    if text("sub") != f"system:serviceaccount:{namespace}:{name}":
+        if not value or not isinstance(value, str):
+            raise InvalidTokenError(f"{what} claim is missing")
+        found[what] = value
+    namespace, name = found["namespace"], found["serviceAccountName"]
+    if found["sub"] != f"system:serviceaccount:{namespace}:{name}":
         raise InvalidTokenError("sub claim is invalid")
-    return LegacyTokenClaims(namespace, name, uid, secret_name)
+    return LegacyTokenClaims(namespace, name, found["serviceAccountUID"], found["secretName"])

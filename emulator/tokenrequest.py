@@ -362,18 +362,13 @@ def token_subresource(
         body = _request_body(api, req, rt)
         meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
         assert isinstance(meta, dict)
-        if meta.get("name") and meta["name"] != name:
-            raise errors.invalid(GROUP, KIND, name, [field_cause(
-                "FieldValueInvalid", "metadata.name",
-                f"Invalid value: {_quoted(meta['name'])}: must match the service account "
-                "name if specified",
-            )])  # fmt: skip
-        if meta.get("namespace") and meta["namespace"] != ns:
-            raise errors.invalid(GROUP, KIND, name, [field_cause(
-                "FieldValueInvalid", "metadata.namespace",
-                f"Invalid value: {_quoted(meta['namespace'])}: must match the service account "
-                "namespace if specified",
-            )])  # fmt: skip
+        for key, expected in (("name", name), ("namespace", ns)):
+            if meta.get(key) and meta[key] != expected:
+                raise errors.invalid(GROUP, KIND, name, [field_cause(
+                    "FieldValueInvalid", f"metadata.{key}",
+                    f"Invalid value: {_quoted(meta[key])}: must match the service account "
+                    f"{key} if specified",
+                )])  # fmt: skip
         sa = api.storage.get(("", "serviceaccounts"), ns, name)
         if sa is None:
             raise errors.not_found("", "serviceaccounts", name)

@@ -13,10 +13,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from emulator.errors import ApiError
 from emulator.loopback import Loopback
 from emulator.storage import Storage
+
+T = TypeVar("T")
 
 
 class SigningAuthority(Protocol):
@@ -84,6 +87,17 @@ class ControllerContext:
 
 
 Controller = Callable[[ControllerContext], Awaitable[None]]
+
+
+async def tolerate(call: Awaitable[T], *codes: int) -> T | None:
+    """The call's result, or None when the server answers with one of `codes` (an object
+    already gone, already there, ...)."""
+    try:
+        return await call
+    except ApiError as exc:
+        if exc.code in codes:
+            return None
+        raise
 
 
 async def run_all(*jobs: Awaitable[None]) -> None:

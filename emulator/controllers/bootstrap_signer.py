@@ -17,10 +17,9 @@ import hmac
 import json
 from datetime import datetime
 
-from emulator.controllers import ControllerContext, run_all
+from emulator.controllers import ControllerContext, run_all, tolerate
 from emulator.controllers.subscription import Subscription, object_key
 from emulator.controllers.workqueue import WorkQueue
-from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import parse_time
 
@@ -163,18 +162,13 @@ async def run_token_cleaner(ctx: ControllerContext) -> None:
             queue.add_after(key, remaining)
             return
         name = secret["metadata"]["name"]
-        try:
-            await ctx.api.delete(
-                f"/api/v1/namespaces/kube-system/secrets/{name}",
-                {
-                    "kind": "DeleteOptions",
-                    "apiVersion": "v1",
-                    "preconditions": {"uid": secret["metadata"].get("uid")},
-                },
-            )
-        except ApiError as exc:
-            if exc.code not in (404, 409):
-                raise
+        options = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": secret["metadata"].get("uid")},
+        }
+        path = f"/api/v1/namespaces/kube-system/secrets/{name}"
+        await tolerate(ctx.api.delete(path, options), 404, 409)
 
     queue = WorkQueue(clean, retry_delay=ctx.knobs.retry_delay)
 

@@ -16,7 +16,7 @@ import copy
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from emulator.controllers import ControllerContext, run_all
+from emulator.controllers import ControllerContext, run_all, tolerate
 from emulator.controllers.subscription import Subscription
 from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
@@ -111,23 +111,13 @@ async def run(ctx: ControllerContext) -> None:
 async def _sync(ctx: ControllerContext, cluster: JSON) -> None:
     name = cluster["metadata"]["name"]
     namespace = execution_namespace(name)
-    try:
-        await ctx.api.get(f"/api/v1/namespaces/{namespace}")
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
-        try:
-            await ctx.api.create(
-                "/api/v1/namespaces",
-                {
-                    "apiVersion": "v1",
-                    "kind": "Namespace",
-                    "metadata": {"name": namespace, "labels": {SYSTEM_LABEL: "true"}},
-                },
-            )
-        except ApiError as create_exc:
-            if create_exc.code != 409:
-                raise
+    if await tolerate(ctx.api.get(f"/api/v1/namespaces/{namespace}"), 404) is None:
+        new_namespace = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": namespace, "labels": {SYSTEM_LABEL: "true"}},
+        }
+        await tolerate(ctx.api.create("/api/v1/namespaces", new_namespace), 409)
     updated = copy.deepcopy(cluster)
     taints = desired_taints(cluster, rfc3339(ctx.clock()))
     if taints != (cluster.get("spec", {}).get("taints") or []):
@@ -147,30 +137,17 @@ async def _remove(ctx: ControllerContext, cluster: JSON, queue: WorkQueue) -> No
         condition is None or condition.get("status") != "True"
     ):
         works_path = f"/apis/work.karmada.io/v1alpha1/namespaces/{namespace}/works"
-        try:
-            works = (await ctx.api.list(works_path)).get("items") or []
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
-            works = []
-        for work in works:
+        listed = await tolerate(ctx.api.list(works_path), 404)
+        for work in (listed or {}).get("items") or []:
             finalizers = work["metadata"].get("finalizers") or []
             if EXECUTION_FINALIZER in finalizers:
                 work = copy.deepcopy(work)
                 work["metadata"]["finalizers"] = [f for f in finalizers if f != EXECUTION_FINALIZER]
                 await ctx.api.update(f"{works_path}/{work['metadata']['name']}", work)
-    try:
-        await ctx.api.delete(f"/api/v1/namespaces/{namespace}")
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
-    try:
-        await ctx.api.get(f"/api/v1/namespaces/{namespace}")
+    await tolerate(ctx.api.delete(f"/api/v1/namespaces/{namespace}"), 404)
+    if await tolerate(ctx.api.get(f"/api/v1/namespaces/{namespace}"), 404) is not None:
         queue.add_after(name, ctx.knobs.cluster_cleanup_check_interval)
         return
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
     finalizers = cluster["metadata"].get("finalizers") or []
     if FINALIZER in finalizers:
         updated = copy.deepcopy(cluster)
@@ -218,14 +195,10 @@ async def _check_health(ctx: ControllerContext, cluster: JSON, health: dict[str,
     health[name] = saved
     if cluster.get("spec", {}).get("syncMode") == "Push":
         return
-    try:
-        lease = await ctx.api.get(
-            f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{name}"
-        )
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
-        lease = None
+    lease = await tolerate(
+        ctx.api.get(f"/apis/coordination.k8s.io/v1/namespaces/{LEASE_NAMESPACE}/leases/{name}"),
+        404,
+    )
     if lease is not None:
         renew = lease.get("spec", {}).get("renewTime")
         if renew and (saved.renew_time is None or parse_time(renew) > parse_time(saved.renew_time)):

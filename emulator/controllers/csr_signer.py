@@ -6,7 +6,7 @@ import asyncio
 import base64
 from datetime import timedelta
 
-from emulator.controllers import ControllerContext, Knobs, run_all
+from emulator.controllers import ControllerContext, Knobs, run_all, tolerate
 from emulator.controllers.csr_rules import (
     RequestRejectedError,
     check_for_signer,
@@ -16,7 +16,6 @@ from emulator.controllers.csr_rules import (
 )
 from emulator.controllers.subscription import Subscription
 from emulator.controllers.workqueue import WorkQueue
-from emulator.errors import ApiError
 from emulator.loopback import JSON
 from emulator.timefmt import rfc3339
 
@@ -96,8 +95,4 @@ async def sign_one(ctx: ControllerContext, csr: JSON) -> None:
     new_status = dict(status)
     new_status["certificate"] = base64.b64encode(cert_pem).decode()
     signed["status"] = new_status
-    try:
-        await ctx.api.update(f"{CSR_PATH}/{name}/status", signed)
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
+    await tolerate(ctx.api.update(f"{CSR_PATH}/{name}/status", signed), 404)

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
-from typing import Any
 
-from emulator.controllers import ControllerContext, run_all
+from emulator.controllers import ControllerContext, run_all, tolerate
 from emulator.controllers.subscription import Subscription, object_key, split_key
 from emulator.controllers.workqueue import WorkQueue
-from emulator.errors import ApiError
 from emulator.loopback import JSON
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
@@ -96,21 +94,15 @@ def _reconciler(
                 updated["metadata"]["ownerReferences"] = desired["metadata"]["ownerReferences"]
                 for field in ("addressType", "endpoints", "ports"):
                     updated[field] = desired[field]
-                await _ignore_gone(ctx.api.update(f"{path}/{current['metadata']['name']}", updated))
+                await tolerate(
+                    ctx.api.update(f"{path}/{current['metadata']['name']}", updated), 404
+                )
             else:
                 await ctx.api.create(path, desired)
         for surplus in existing[len(chunks) :]:
-            await _ignore_gone(ctx.api.delete(f"{path}/{surplus['metadata']['name']}"))
+            await tolerate(ctx.api.delete(f"{path}/{surplus['metadata']['name']}"), 404)
 
     return reconcile
-
-
-async def _ignore_gone(call: Awaitable[Any]) -> None:
-    try:
-        await call
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
 
 
 def _selects(selector: dict[str, str], pod: JSON) -> bool:

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from emulator.controllers import ControllerContext
-from emulator.errors import ApiError
+from emulator.controllers import ControllerContext, tolerate
 from emulator.karmada import crds
 from emulator.loopback import JSON, Loopback
 from emulator.policy import default_rbac_objects
@@ -46,12 +45,7 @@ def collection_path(obj: JSON) -> str:
 
 async def ensure_created(api: Loopback, path: str, body: JSON) -> JSON | None:
     """POST `body` to the collection at `path`; an existing object is left as it is."""
-    try:
-        return await api.create(path, body)
-    except ApiError as exc:
-        if exc.code == 409 and exc.reason == "AlreadyExists":
-            return None
-        raise
+    return await tolerate(api.create(path, body), 409)
 
 
 async def create_all(ctx: ControllerContext, objects: list[JSON]) -> None:

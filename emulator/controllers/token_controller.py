@@ -11,10 +11,9 @@ from __future__ import annotations
 import base64
 import copy
 
-from emulator.controllers import ControllerContext, run_all
+from emulator.controllers import ControllerContext, run_all, tolerate
 from emulator.controllers.subscription import Subscription, object_key, split_key
 from emulator.controllers.workqueue import WorkQueue
-from emulator.errors import ApiError
 from emulator.loopback import JSON
 
 TOKEN_TYPE = "kubernetes.io/service-account-token"
@@ -77,11 +76,7 @@ def _tokens_of(secrets: Subscription, namespace: str, account: str) -> list[JSON
 
 
 async def _delete(ctx: ControllerContext, namespace: str, name: str) -> None:
-    try:
-        await ctx.api.delete(f"/api/v1/namespaces/{namespace}/secrets/{name}")
-    except ApiError as exc:
-        if exc.code != 404:
-            raise
+    await tolerate(ctx.api.delete(f"/api/v1/namespaces/{namespace}/secrets/{name}"), 404)
 
 
 async def _sync_secret(ctx: ControllerContext, secret: JSON, accounts: Subscription) -> None:

@@ -9,13 +9,12 @@ get a ReplicaSet and ReplicaSets get Pods, so node and resource summaries have d
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import hashlib
 import json
 from collections.abc import Awaitable, Callable
 
-from emulator.controllers import ControllerContext, run_all
+from emulator.controllers import ControllerContext, run_all, tolerate
 from emulator.controllers.subscription import Subscription, object_key, split_key
 from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
@@ -298,12 +297,7 @@ def _reconciler(
             return
         updated = copy.deepcopy(obj)
         updated["status"] = status
-        try:
-            await ctx.api.update(f"{path}/status", updated)
-        except ApiError as exc:
-            if exc.code == 404:
-                return
-            raise
+        await tolerate(ctx.api.update(f"{path}/status", updated), 404)
 
     return reconcile
 
@@ -375,11 +369,7 @@ async def _ensure_replicaset(
         },
         "spec": {"replicas": replicas, "selector": selector, "template": template},
     }
-    try:
-        await ctx.api.create(path, body)
-    except ApiError as exc:
-        if exc.code != 409:
-            raise
+    await tolerate(ctx.api.create(path, body), 409)
 
 
 async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Subscription, nodes: Nodes) -> None:
@@ -389,11 +379,7 @@ async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Subscription, nod
     wanted = _replicas(rs)
     path = f"/api/v1/namespaces/{namespace}/pods"
     for pod in owned[wanted:]:
-        try:
-            await ctx.api.delete(f"{path}/{pod['metadata']['name']}")
-        except ApiError as exc:
-            if exc.code != 404:
-                raise
+        await tolerate(ctx.api.delete(f"{path}/{pod['metadata']['name']}"), 404)
     template = rs.get("spec", {}).get("template") or {}
     names = nodes.names(template.get("spec", {}).get("nodeSelector"))
     for index in range(len(owned), wanted):
@@ -407,11 +393,5 @@ async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Subscription, nod
         pod_spec = copy.deepcopy(template.get("spec") or {})
         if names:
             pod_spec["nodeName"] = names[index % len(names)]
-        try:
-            await ctx.api.create(
-                path, {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
-            )
-        except ApiError as exc:
-            if exc.code not in (409, 422):
-                raise
-    await asyncio.sleep(0)
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": pod_spec}
+        await tolerate(ctx.api.create(path, pod), 409, 422)

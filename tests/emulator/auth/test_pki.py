@@ -377,6 +377,43 @@ def test_legacy_token_tampering_is_detected(sa_issuer: ServiceAccountTokenIssuer
         sa_issuer.verify(other.issue("ns", "sa", "uid", "sa-token"))
 
 
+LEGACY_CLAIMS = {
+    "iss": "kubernetes/serviceaccount",
+    "kubernetes.io/serviceaccount/namespace": "ns",
+    "kubernetes.io/serviceaccount/secret.name": "sa-token",
+    "kubernetes.io/serviceaccount/service-account.name": "sa",
+    "kubernetes.io/serviceaccount/service-account.uid": "uid",
+    "sub": "system:serviceaccount:ns:sa",
+}
+
+
+@pytest.mark.parametrize(
+    ("claim", "what"),
+    [
+        ("sub", "sub"),
+        ("kubernetes.io/serviceaccount/namespace", "namespace"),
+        ("kubernetes.io/serviceaccount/secret.name", "secretName"),
+        ("kubernetes.io/serviceaccount/service-account.name", "serviceAccountName"),
+        ("kubernetes.io/serviceaccount/service-account.uid", "serviceAccountUID"),
+    ],
+)
+def test_legacy_token_needs_every_claim(
+    sa_issuer: ServiceAccountTokenIssuer, claim: str, what: str
+) -> None:
+    for missing in ({}, {claim: ""}, {claim: 7}):
+        claims = {k: v for k, v in LEGACY_CLAIMS.items() if k != claim} | missing
+        with pytest.raises(InvalidTokenError, match=rf"^{what} claim is missing$"):
+            sa_issuer.verify(sa_issuer.sign(claims))
+
+
+def test_legacy_token_subject_must_name_its_service_account(
+    sa_issuer: ServiceAccountTokenIssuer,
+) -> None:
+    claims = LEGACY_CLAIMS | {"sub": "system:serviceaccount:ns:other"}
+    with pytest.raises(InvalidTokenError, match=r"^sub claim is invalid$"):
+        sa_issuer.verify(sa_issuer.sign(claims))
+
+
 def test_verify_ignores_tokens_that_are_not_ours(sa_issuer: ServiceAccountTokenIssuer) -> None:
     assert sa_issuer.verify("abcdef.0123456789abcdef") is None
     assert sa_issuer.verify("not-a-jwt") is None

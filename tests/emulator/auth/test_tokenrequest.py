@@ -204,6 +204,12 @@ async def test_errors_are_kube_statuses(api: ApiServer) -> None:
         'TokenRequest.authentication.k8s.io "robot" is invalid: metadata.name: Invalid value: '
         '"other": must match the service account name if specified',
     )
+    code, body = await call(api, "POST", TOKEN_PATH, {"metadata": {"namespace": "other"}})
+    assert (code, body["message"]) == (
+        422,
+        'TokenRequest.authentication.k8s.io "robot" is invalid: metadata.namespace: Invalid '
+        'value: "other": must match the service account namespace if specified',
+    )
     ref = {"kind": "ConfigMap", "apiVersion": "v1", "name": "x"}
     code, body = await call(api, "POST", TOKEN_PATH, {"spec": {"boundObjectRef": ref}})
     assert (code, body["reason"], body["message"]) == (

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from emulator.emulator import Emulator, run_emulator
+from tests.emulator.auth.helpers import UNAUTHORIZED
 
 from .core import eventually
 
@@ -154,12 +155,4 @@ async def test_expired_client_certificate_gets_401_not_a_handshake_failure(emu: 
     async with httpx.AsyncClient(verify=emu.ssl_context(expired), base_url=emu.url) as client:
         r = await client.get("/api/v1/namespaces")
     assert r.status_code == 401
-    assert r.json() == {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": "Unauthorized",
-        "reason": "Unauthorized",
-        "code": 401,
-    }
+    assert r.json() == UNAUTHORIZED

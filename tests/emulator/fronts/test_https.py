@@ -17,6 +17,7 @@ from emulator.compression import GZIP_THRESHOLD_BYTES
 from emulator.faults import ControlRouter, Faults
 from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
+from tests.emulator.auth.helpers import UNAUTHORIZED
 
 from .core import ADMIN_TOKEN, Core, client_ssl_context, der_of, eventually, loads, user_of
 from .h2client import RawH2Client
@@ -138,15 +139,7 @@ async def test_error_status_passes_through_unchanged(
         r = await client.get("/api/v1/namespaces", headers={"Authorization": "Bearer wrong"})
     assert r.status_code == 401
     assert r.headers["content-type"] == "application/json"
-    assert r.json() == {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": "Unauthorized",
-        "reason": "Unauthorized",
-        "code": 401,
-    }
+    assert r.json() == UNAUTHORIZED
 
 
 async def test_large_request_body(
