@@ -31,10 +31,8 @@ from agent.connections import (
 )
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
-from agent.controllers.member_objects import MemberObjects
-from agent.controllers.offline import OfflineServing
 from agent.events import EventRecorder
-from agent.karmada.names import leader_election_id
+from agent.karmada.names import execution_namespace, leader_election_id
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
@@ -46,9 +44,12 @@ from agent.kube.resources import NAMESPACES
 from agent.kube.transport import Transport
 from agent.logs import bind_contextvars, get_logger
 from agent.metrics import AgentMetrics
+from agent.offline import OfflineServing
 from agent.options import Options
 from agent.registration import RegistrationError, RegistrationResult, register
 from agent.serving import Serving
+from agent.sources import Sources, live_sources, offline_sources, work_records
+from agent.sources.recorded import RecordedWorks
 
 if TYPE_CHECKING:
     from agent.tunnel.tunnel import Tunnel
@@ -94,9 +95,10 @@ class Agent:
         self.events: EventRecorder | None = None
         self.reloader: KubeconfigReloader | None = None
         self.leading = asyncio.Event()
-        # Serving the recorded Works while registration cannot reach the control plane.
+        # Serving the recorded Works while registration cannot reach the control plane (tried
+        # once, at the first failed registration).
         self.offline: OfflineServing | None = None
-        self._offline_events: EventRecorder | None = None
+        self._offline_tried = False
         self.lost_leadership = False
         self.tunnel: Tunnel | None = None
 
@@ -244,7 +246,7 @@ class Agent:
                     return False
                 delay = round(backoff.next(), 1)
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
-                if self.offline is None:
+                if not self._offline_tried:
                     await self._start_offline()
                 # A side that did not answer: retry as soon as it answers again (the agent's
                 # other requests to it find out), not a long backoff later.
@@ -266,27 +268,41 @@ class Agent:
             return True
 
     async def _start_offline(self) -> None:
-        """Serve the recorded Works until registration succeeds (agent.controllers.offline)."""
-        ctx = self._new_context()
-        self._offline_events = ctx.events
-        self.offline = OfflineServing(ctx, [ctx.member_objects])
-        if not await self.offline.start(ctx.work_records()):
+        """Serve the recorded Works until registration succeeds (agent.offline)."""
+        assert self.karmada is not None
+        assert self.member is not None
+        self._offline_tried = True
+        records = work_records(self.member, self.options)
+        try:
+            recorded = await records.load()
+        except KubeError as exc:
+            self.log.warning("cannot read the Work records on the member", error=str(exc))
+            recorded = []
+        if not recorded:
             self.log.info("no recorded Works to serve while the control plane is unreachable")
+            return
+        works = RecordedWorks(
+            self.karmada, execution_namespace(self.options.cluster_name), recorded
+        )
+        sources = offline_sources(
+            self.karmada, self.member, self.options, records=records, works=works
+        )
+        self.offline = OfflineServing(self._new_context(sources), works)
+        await self.offline.start()
 
     async def _end_offline(self) -> None:
         """Stop serving the record; report the status it queued, one write per Work."""
-        offline, events = self.offline, self._offline_events
+        offline = self.offline
         if offline is None:
             return
         await offline.stop()
-        if events is not None:
-            await events.stop()
+        await offline.ctx.events.stop()
         if self.registration is not None and self.karmada is not None:
             writes = await offline.report(self.karmada)
             self.log.info("status observed while offline reported", works=writes)
 
-    def _new_context(self) -> AgentContext:
-        """A context with member caches and an Event recorder of its own."""
+    def _new_context(self, sources: Sources) -> AgentContext:
+        """A context on `sources`, with an Event recorder of its own."""
         assert self.karmada is not None
         assert self.member is not None
         return AgentContext(
@@ -296,7 +312,6 @@ class Agent:
             member=self.member,
             karmada_mapper=RESTMapper(self.karmada),
             member_mapper=RESTMapper(self.member),
-            member_objects=MemberObjects(self.member, self.options),
             # Events get a client of their own, as upstream's event recorder does: its own
             # QPS/burst budget, so a burst of Events never delays Work status writes (same
             # connections).
@@ -304,12 +319,17 @@ class Agent:
                 KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
             ),
             metrics=self.metrics,
+            sources=sources,
         )
 
     def _context(self) -> tuple[AgentContext, list[Runnable]]:
-        ctx = self._new_context()
+        """The context of a registered agent: the control plane's watches, built once here and
+        shared by every leadership term."""
+        assert self.karmada is not None
+        assert self.member is not None
+        ctx = self._new_context(live_sources(self.karmada, self.member, self.options))
         self.events = ctx.events
-        return ctx, [ctx.member_objects, ctx.interpretation()]
+        return ctx, list(ctx.sources.shared)
 
     # --- leader election -----------------------------------------------------------------------
 

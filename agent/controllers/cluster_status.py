@@ -34,8 +34,6 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.heartbeat import Heartbeat
-from agent.controllers.link import ControlPlaneLink
-from agent.controllers.work_informer import ClusterWatch
 from agent.karmada import names
 from agent.karmada.conditions import find, new_condition, set_condition
 from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
@@ -51,6 +49,8 @@ from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
+from agent.sources.cluster import ClusterWatch
+from agent.sources.link import ControlPlaneLink
 
 log = get_logger(__name__)
 
@@ -514,6 +514,6 @@ def build(ctx: AgentContext) -> ClusterStatusController:
         member=ctx.member,
         options=ctx.options,
         metrics=ctx.metrics,
-        cluster_watch=ctx.cluster_watch(),
-        link=ctx.control_plane_link(),
+        cluster_watch=ctx.sources.cluster,
+        link=ctx.sources.link,
     )

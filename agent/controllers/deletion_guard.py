@@ -4,7 +4,7 @@ When the control plane has not heard from this cluster for longer than its Lease
 evict the cluster's Works (a NotReady cluster's workloads move elsewhere); the deletions then
 all reach the member together when the link returns, and a cluster that was merely cut off
 loses everything at once. So, after an outage longer than the lease duration (as the heartbeat
-saw it, `agent.controllers.link`), the deletion of a Work seen within --work-deletion-grace-period
+saw it, `agent.sources.link`), the deletion of a Work seen within --work-deletion-grace-period
 of the link's return is held until that period ends, when the Works being deleted are at least
 --work-deletion-hold-threshold of this cluster's Works. Held: the Work keeps its finalizer and
 its member objects; a Warning Event on the Work and the Cluster condition WorkDeletionHeld say
@@ -31,10 +31,10 @@ from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFound
 from agent.kube.resources import LEASES
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
+from agent.sources.cluster import ClusterWatch
+from agent.sources.link import Outage
+from agent.sources.works import WorkInformer
 from agent.timefmt import rfc3339
-
-from .link import Outage
-from .work_informer import ClusterWatch, WorkInformer
 
 log = get_logger(__name__)
 
@@ -68,7 +68,7 @@ class DeletionGuard:
         self.cluster = cluster
         self.grace = ctx.options.work_deletion_grace_period.total_seconds()
         self.threshold = ctx.options.work_deletion_hold_threshold
-        self.link = ctx.control_plane_link()
+        self.link = ctx.sources.link
         self._clock = clock
         self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
         # Held Works: name -> until when (agent clock).

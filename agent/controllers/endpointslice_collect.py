@@ -16,8 +16,9 @@ from typing import Any
 from agent.context import AgentContext
 from agent.karmada import collected
 from agent.kube.controller import Result
+from agent.sources.member_slices import is_stub
 
-from .slice_reports import Key, SliceReportingController, is_stub
+from .slice_reporting import Key, SliceReportingController
 
 JsonDict = dict[str, Any]
 SERVICE_KEY = "Service"

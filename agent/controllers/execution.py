@@ -16,7 +16,7 @@ truth for the fields its manifests set, and only for those. Fields that other ma
 the member (replicas under an HPA when retain-replicas is set, a Service's clusterIP, injected
 sidecars) are not in our field set, so they are never reset or fought over.
 
-Drift: member-side watches (agent.controllers.member_objects) report changes of Karmada's
+Drift: member-side watches (agent.sources.member_objects) report changes of Karmada's
 objects; an object whose resourceVersion is none our applies returned, or that was deleted,
 sends its Work back through reconcile, which puts it back. Applying identical content does not
 change the resourceVersion, so a re-apply does not feed itself, and a write of ours is never
@@ -47,6 +47,7 @@ from agent.context import AgentContext, Runnable
 from agent.interpreter import InterpretError
 from agent.karmada import conditions, names
 from agent.karmada.reflect import ReflectError
+from agent.karmada.status import copy_conditions, status_of, without_status
 from agent.karmada.work import (
     Manifest,
     ManifestError,
@@ -78,16 +79,11 @@ from agent.kube.errors import (
 from agent.kube.reflector import HandlerFuncs
 from agent.logs import get_logger
 from agent.resources import WORKS
+from agent.sources.cluster import ClusterWatch
+from agent.sources.work_records import save_quietly
 
 from .deletion_guard import DeletionGuard
-from .work_informer import (
-    ClusterWatch,
-    WorkController,
-    copy_conditions,
-    status_of,
-    without_status,
-)
-from .work_record import save_quietly
+from .work_controller import WorkController
 from .work_status import by_ordinal, is_first_report, manifest_status, record_status_events
 
 log = get_logger(__name__)
@@ -164,7 +160,7 @@ def _meta(obj: JsonDict) -> JsonDict:
 class ExecutionController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
-        self.cluster: ClusterWatch = ctx.cluster_watch()
+        self.cluster: ClusterWatch = ctx.sources.cluster
         self._unsubscribe_ready: Callable[[], None] | None = None
         # What our applies returned per member object (see _Written): status-only changes
         # (every rollout step) and our own writes are not taken for drift.
@@ -176,8 +172,8 @@ class ExecutionController(WorkController):
         self._blocked: dict[ObjectKey, tuple[tuple[str, str] | None, set[str]]] = {}
         self.guard = DeletionGuard(ctx, self.works, self.cluster)
         # What was applied, kept on the member for an agent that starts while the control plane
-        # is unreachable (agent.controllers.offline).
-        self.records = ctx.work_records()
+        # is unreachable (agent.offline).
+        self.records = ctx.sources.records
         # Works whose finalizer this process removes (or is removing): their deletion is ours.
         self._finalized: set[str] = set()
 
@@ -402,7 +398,7 @@ class ExecutionController(WorkController):
                     with contextlib.suppress(ReflectError):
                         # Left to the workStatus controller, which reports the failure.
                         entry, problem = await manifest_status(
-                            self.ctx.interpretation(), applied, key[0].resource, live
+                            self.ctx.sources.interpreter, applied, key[0].resource, live
                         )
                         outcome.statuses[applied.ordinal] = entry
                         if problem is not None:
@@ -459,7 +455,7 @@ class ExecutionController(WorkController):
         info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
         namespace = self._namespace_for(manifest, info)
         gvr = info.gvr
-        self.ctx.member_objects.ensure(gvr, info.kind)
+        self.ctx.sources.member_objects.ensure(gvr, info.kind)
         key: ObjectKey = (gvr, namespace, manifest.name)
         live = await self._live(gvr, namespace, manifest.name)
         self._check_other_work(work, manifest, key, live)
@@ -476,7 +472,7 @@ class ExecutionController(WorkController):
             # Member-owned values a Retain customization keeps (typed: list items of built-in
             # types carry no apiVersion/kind).
             observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-            desired = await self.ctx.interpretation().retain(desired, observed)
+            desired = await self.ctx.sources.interpreter.retain(desired, observed)
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         applied = await self.ctx.member.apply(
@@ -578,10 +574,10 @@ class ExecutionController(WorkController):
         """The member object: from the cache of Karmada's objects; None without a request when
         the caches know no object of that name; else a live GET (an object without
         `karmada.io/managed=true` is known by name only)."""
-        cached, _ = self.ctx.member_objects.get(gvr, namespace, name)
+        cached, _ = self.ctx.sources.member_objects.get(gvr, namespace, name)
         if cached is not None:
             return cached
-        if self.ctx.member_objects.known_absent(gvr, namespace, name):
+        if self.ctx.sources.member_objects.known_absent(gvr, namespace, name):
             return None
         try:
             return await self.ctx.member.get(gvr, name, namespace=namespace or None)

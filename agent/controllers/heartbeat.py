@@ -19,7 +19,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agent.controllers.link import ControlPlaneLink
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
 from agent.kube.client import KubeClient
@@ -30,6 +29,7 @@ from agent.kube.resources import LEASES
 from agent.logs import get_logger
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
+from agent.sources.link import ControlPlaneLink
 from agent.timefmt import micro_time
 
 log = get_logger(__name__)

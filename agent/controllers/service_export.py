@@ -17,13 +17,14 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
+from agent.karmada.status import status_of
 from agent.kube.controller import Result
 from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.resources import SERVICE_EXPORTS
+from agent.sources.member_slices import is_stub
 
-from .slice_reports import Key, SliceReportingController, is_stub
-from .work_informer import status_of
+from .slice_reporting import Key, SliceReportingController
 
 JsonDict = dict[str, Any]
 

@@ -14,19 +14,20 @@ import asyncio
 from typing import Any
 
 from agent.context import AgentContext, Runnable
-from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.events import EventRecorder
 from agent.interpreter import InterpretError
 from agent.interpreter.chain import InterpretReflectError
 from agent.karmada import conditions, names
 from agent.karmada.reflect import ReflectError
+from agent.karmada.status import status_of
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 from agent.logs import get_logger
+from agent.sources.interpreter import AgentInterpreter
 
-from .work_informer import WorkController, status_of
+from .work_controller import WorkController
 
 log = get_logger(__name__)
 
@@ -120,7 +121,7 @@ class WorkStatusController(WorkController):
 
         async def wait() -> None:
             try:
-                await self.ctx.member_objects.wait_synced(gvr)
+                await self.ctx.sources.member_objects.wait_synced(gvr)
             finally:
                 self._sync_waiters.pop(gvr, None)
                 for name in self._awaiting_sync.pop(gvr, set()):
@@ -186,8 +187,8 @@ class WorkStatusController(WorkController):
         info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
         namespace = manifest.namespace if info.namespaced else ""
         gvr = info.gvr
-        self.ctx.member_objects.ensure(gvr, info.kind)
-        live, synced = self.ctx.member_objects.get(gvr, namespace, manifest.name)
+        self.ctx.sources.member_objects.ensure(gvr, info.kind)
+        live, synced = self.ctx.sources.member_objects.get(gvr, namespace, manifest.name)
         if not synced:
             # Not known yet: keep what was reported and look again once the cache is filled.
             self._when_synced(gvr, str(_meta(work).get("name")))
@@ -197,7 +198,7 @@ class WorkStatusController(WorkController):
             return None, None
         # List items of built-in types carry no apiVersion/kind; the rules need them.
         typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-        return await manifest_status(self.ctx.interpretation(), manifest, info.resource, typed)
+        return await manifest_status(self.ctx.sources.interpreter, manifest, info.resource, typed)
 
 
 def record_status_events(

@@ -1,7 +1,7 @@
 """The resource interpreter chain the agent's controllers ask, no I/O of its own.
 
 For each operation, in upstream's order: a ResourceInterpreterCustomization of the user's for
-the kind, else (agent.controllers.interpreter_webhooks, which makes the calls) a webhook of a
+the kind, else (agent.sources.interpreter, which makes the calls) a webhook of a
 ResourceInterpreterWebhookConfiguration, else a customization bundled with the agent, else the
 built-in rules of Karmada's default interpreter (agent.karmada.health and reflect). The
 operations the agent performs:
@@ -75,7 +75,7 @@ class Interpreter:
     def __init__(self, customizations: CustomizationSet | None = None) -> None:
         self.customizations = customizations or CustomizationSet(bundled())
         # The webhooks of the control plane's ResourceInterpreterWebhookConfigurations; the
-        # caller (agent.controllers.interpreter_webhooks) consults them between the user's
+        # caller (agent.sources.interpreter) consults them between the user's
         # customizations and the bundled ones.
         self.webhooks = WebhookSet()
         # One sandboxed state per script, reused while the script is unchanged.

@@ -1,6 +1,6 @@
 """ResourceInterpreterWebhookConfigurations (config.karmada.io/v1alpha1): which webhook answers
 which operation for which kind, the ResourceInterpreterContext request sent to it, and what its
-response means. No I/O here: agent.controllers.interpreter_webhooks makes the calls.
+response means. No I/O here: agent.sources.interpreter makes the calls.
 
 As upstream: a webhook's rules match by API group, version and kind (each may be `*`) and by
 operation; of the matching webhooks the first by "<configuration>/<webhook name>" answers.

@@ -8,7 +8,7 @@ from typing import Any, cast
 from agent.events import EventRecorder
 from agent.kube.resources import EVENTS, NAMESPACES
 from emulator.emulator import run_emulator
-from tests.agent.controllers.test_execution_harness import kube_client
+from tests.agent.controllers.harness import kube_client
 
 JsonDict = dict[str, Any]
 

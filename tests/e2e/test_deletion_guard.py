@@ -72,7 +72,7 @@ async def cut_off_then_delete(cp: Emulator, agent: Agent, deleted: tuple[str, ..
     control plane evicting them), and bring it back."""
     await cp.faults.go_offline()
     assert agent.manager is not None
-    link = agent.manager.ctx.control_plane_link()
+    link = agent.manager.ctx.sources.link
     await eventually(lambda: _true(link.outage() is not None), timeout=15, what="lease expiry")
     admin = cp.api.loopback()  # in-process: reaches the emulator while its front is down
     for name in deleted:

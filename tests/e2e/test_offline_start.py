@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from agent.app import Agent
-from agent.controllers.work_record import CLUSTER_LABEL, RECORD_LABEL
 from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, SECRETS
 from agent.resources import WORKS
+from agent.sources.work_records import CLUSTER_LABEL, RECORD_LABEL
 from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 

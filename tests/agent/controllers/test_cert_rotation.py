@@ -205,9 +205,9 @@ def _token_context(options: Options) -> AgentContext:
         member=cast(Any, None),
         karmada_mapper=cast(Any, None),
         member_mapper=cast(Any, None),
-        member_objects=cast(Any, None),
         events=cast(Any, None),
         metrics=AgentMetrics(CollectorRegistry()),
+        sources=cast(Any, None),
     )
 
 
@@ -318,9 +318,9 @@ async def _rotation_env(
             member=member_client,
             karmada_mapper=cast(Any, None),
             member_mapper=cast(Any, None),
-            member_objects=cast(Any, None),
             events=cast(Any, None),
             metrics=AgentMetrics(CollectorRegistry()),
+            sources=cast(Any, None),
         )
         try:
             # 25 of the certificate's 30 seconds gone: under the default threshold (0.2).

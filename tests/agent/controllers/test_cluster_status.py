@@ -18,11 +18,11 @@ from agent.controllers.cluster_status import (
     trim_node,
     trim_pod,
 )
-from agent.controllers.work_informer import ClusterWatch
 from agent.kube.clock import FakeClock
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
+from agent.sources.cluster import ClusterWatch
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
 from tests.fakewall import wall_fake_clock
 

@@ -6,13 +6,15 @@ from typing import Any
 
 import pytest
 
-from agent.controllers.execution import FIELD_MANAGER
+from agent.controllers.execution import EVENT_WORK_ORPHANED, FIELD_MANAGER, ExecutionController
 from agent.karmada import names
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SERVICES
 from agent.resources import WORKS
+from agent.sources.work_records import WorkRecords
 
-from .test_execution_harness import (
+from .harness import (
+    CLUSTER,
     EXEC_NS,
     WIDGETS,
     condition,
@@ -314,7 +316,7 @@ async def test_status_only_changes_are_not_taken_for_drift() -> None:
 
 async def test_no_get_before_apply_once_the_caches_know_every_name() -> None:
     async with running_pair("execution") as pair:
-        objects = pair.ctx.member_objects
+        objects = pair.ctx.sources.member_objects
         await pair.create_work(karmada_work("first", [configmap("first")]))
         await pair.wait_work("first", APPLIED_OK)
 
@@ -334,3 +336,47 @@ async def test_no_get_before_apply_once_the_caches_know_every_name() -> None:
         await pair.create_work(karmada_work("late", [configmap("late", data={"owner": "us"})]))
         await pair.wait_work("late", APPLIED_FAILED, "Applied=False")
         assert (await pair.get_member(CONFIGMAPS, "late"))["data"] == {"owner": "them"}
+
+
+async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orphaned() -> None:
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("kept", [configmap("kept")]))
+        await pair.create_work(karmada_work("gone", [configmap("gone")]))
+        await pair.create_work(karmada_work("done", [configmap("done")]))
+        for name in ("kept", "gone", "done"):
+            await pair.wait_work(name, APPLIED_OK)
+        loaded = await WorkRecords(pair.member_client, "karmada-system", CLUSTER).load()
+        assert sorted(w["metadata"]["name"] for w in loaded) == ["done", "gone", "kept"]
+
+        # Deleted the normal way: objects and record go with the Work.
+        await pair.karmada.delete(WORKS, "done", namespace=EXEC_NS)
+        await pair.wait_work_gone("done")
+        await pair.wait_member_gone(CONFIGMAPS, "done")
+
+        # While no agent watches, "gone" is deleted with our finalizer taken off by hand.
+        await pair.execution.stop()
+        work = await pair.get_work("gone")
+        work["metadata"]["finalizers"] = []
+        await pair.karmada.replace(WORKS, work, namespace=EXEC_NS)
+        await pair.karmada.delete(WORKS, "gone", namespace=EXEC_NS)
+        await pair.wait_work_gone("gone")
+
+        # The next agent finds the record of a Work that no longer exists.
+        restarted = ExecutionController(pair.ctx)
+        await restarted.start()
+        try:
+
+            async def records_left() -> list[str]:
+                fresh = WorkRecords(pair.member_client, "karmada-system", CLUSTER)
+                return sorted(w["metadata"]["name"] for w in await fresh.load())
+
+            await eventually(records_left, lambda names: names == ["kept"], what="records")
+            reasons = {e["reason"]: e for e in await pair.events_for("gone")}
+            assert EVENT_WORK_ORPHANED in reasons
+            assert "configmaps default/gone" in reasons[EVENT_WORK_ORPHANED]["message"]
+            assert EVENT_WORK_ORPHANED not in {e["reason"] for e in await pair.events_for("done")}
+            # Reported, never deleted.
+            assert (await pair.get_member(CONFIGMAPS, "gone"))["data"] == {"key": "value"}
+        finally:
+            await restarted.stop()

@@ -15,8 +15,7 @@ from agent.karmada.work import Manifest, manifests_of
 from agent.kube.errors import InvalidError
 from agent.kube.resources import CONFIGMAPS
 
-from .test_execution import APPLIED_FAILED, APPLIED_OK
-from .test_execution_harness import (
+from .harness import (
     Pair,
     condition,
     configmap,
@@ -24,6 +23,7 @@ from .test_execution_harness import (
     karmada_work,
     running_pair,
 )
+from .test_execution import APPLIED_FAILED, APPLIED_OK
 
 JsonDict = dict[str, Any]
 

@@ -9,8 +9,7 @@ from agent.karmada import names
 from agent.kube.resources import CONFIGMAPS
 from agent.resources import WORKS
 
-from .test_execution import APPLIED_FAILED, APPLIED_OK
-from .test_execution_harness import (
+from .harness import (
     EXEC_NS,
     condition,
     configmap,
@@ -18,6 +17,7 @@ from .test_execution_harness import (
     karmada_work,
     running_pair,
 )
+from .test_execution import APPLIED_FAILED, APPLIED_OK
 
 JsonDict = dict[str, Any]
 
@@ -145,7 +145,7 @@ async def test_object_of_another_work_is_not_taken_over_silently() -> None:
 
 
 async def _absent(pair: Any, name: str) -> bool:
-    return bool(pair.ctx.member_objects.known_absent(CONFIGMAPS, "default", name))
+    return bool(pair.ctx.sources.member_objects.known_absent(CONFIGMAPS, "default", name))
 
 
 async def _absent_on_member(pair: Any, name: str) -> bool:

@@ -17,7 +17,7 @@ from agent.resources import WORKS
 from tests.agent.test_app import controllers_stopped, lost_leadership
 
 from .clusterenv import emulator_pair, wait_for
-from .test_execution_harness import (
+from .harness import (
     EXEC_NS,
     WorkIds,
     configmap,

@@ -12,7 +12,7 @@ from agent.kube.resources import ENDPOINT_SLICES
 from agent.options import Options, resolve_feature_gates
 from agent.resources import SERVICE_EXPORTS, WORKS
 
-from .test_execution_harness import (
+from .harness import (
     EXEC_NS,
     Pair,
     eventually,

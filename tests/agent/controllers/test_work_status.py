@@ -9,7 +9,7 @@ from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from agent.resources import WORKS
 from emulator.controllers import Knobs
 
-from .test_execution_harness import (
+from .harness import (
     EXEC_NS,
     WorkIds,
     configmap,
@@ -155,7 +155,7 @@ async def test_deleting_work_is_skipped() -> None:
 
 def _cached(pair: Any, name: str) -> Any:
     async def probe() -> JsonDict | None:
-        obj: JsonDict | None = pair.ctx.member_objects.get(CONFIGMAPS, "default", name)[0]
+        obj: JsonDict | None = pair.ctx.sources.member_objects.get(CONFIGMAPS, "default", name)[0]
         return obj
 
     return probe

@@ -19,7 +19,7 @@ from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from agent.resources import WORKS
 from emulator.controllers import Knobs
 from tests import polling
-from tests.agent.controllers.test_execution_harness import (
+from tests.agent.controllers.harness import (
     CLUSTER,
     EXEC_NS,
     Pair,

@@ -7,7 +7,7 @@ from agent.kube.client import GVR
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NODES
 from emulator.handlers.read import encode_continue
 from emulator.wiring import kubernetes_version
-from tests.agent.controllers.test_execution_harness import deployment
+from tests.agent.controllers.harness import deployment
 from tests.agent.kube.wire import Call, Emulated, emulated, status
 
 CM_PATH = "/api/v1/namespaces/ns/configmaps"

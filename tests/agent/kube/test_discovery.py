@@ -4,7 +4,7 @@ import httpx
 import pytest
 
 from agent.kube.discovery import NoKindMatchError, RESTMapper, api_enablements, discover
-from tests.agent.controllers.test_execution_harness import crd
+from tests.agent.controllers.harness import crd
 from tests.agent.kube.wire import emulated, wait_for
 
 

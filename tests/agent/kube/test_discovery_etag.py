@@ -7,7 +7,7 @@ from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from emulator.discovery import AGG_V2
 from emulator.emulator import run_emulator
-from tests.agent.controllers.test_execution_harness import crd, eventually, kube_client
+from tests.agent.controllers.harness import crd, eventually, kube_client
 
 ACCEPT = f"{AGG_V2},application/json"
 

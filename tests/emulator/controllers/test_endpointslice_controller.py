@@ -10,7 +10,7 @@ from agent.kube.resources import DEPLOYMENTS, ENDPOINT_SLICES, SERVICES
 from agent.resources import SERVICE_EXPORTS
 from emulator.controllers import Knobs
 from emulator.emulator import run_emulator
-from tests.agent.controllers.test_execution_harness import eventually, kube_client
+from tests.agent.controllers.harness import eventually, kube_client
 
 JsonDict = dict[str, Any]
 

@@ -8,7 +8,7 @@ every Secret stays well under the API server's 1 MiB limit. A record is rewritte
 Work's content changed (a hash in an annotation), and deleted with the Work.
 
 An agent that starts while the control plane is unreachable serves these Works
-(agent.controllers.offline) until the link returns.
+(agent.offline) until the link returns.
 """
 
 from __future__ import annotations

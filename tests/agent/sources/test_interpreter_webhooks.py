@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
-from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.interpreter import Interpreter, InterpretError
 from agent.interpreter.chain import InterpretReflectError
 from agent.karmada import names
 from agent.resources import RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS
+from agent.sources.interpreter import AgentInterpreter
 from emulator.pki import CertificateAuthority
+from tests.agent.controllers.harness import WIDGETS, crd, eventually, karmada_work, running_pair
 
 from .interpreter_webhook_server import InterpreterWebhook, configuration
-from .test_execution_harness import WIDGETS, crd, eventually, karmada_work, running_pair
 from .test_interpreter import entry, install, set_status, widget
 
 JSON = dict[str, Any]

@@ -9,15 +9,13 @@ from typing import Any
 
 import pytest
 
-from agent.controllers.interpreter_webhooks import AgentInterpreter
 from agent.interpreter import Interpreter, InterpretError
 from agent.karmada import names
 from agent.kube.client import GVR
 from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from agent.resources import RESOURCE_INTERPRETER_CUSTOMIZATIONS, WORKS
-from tests.agent.interpreter.samples import customization as interpreter_customization
-
-from .test_execution_harness import (
+from agent.sources.interpreter import AgentInterpreter
+from tests.agent.controllers.harness import (
     WIDGETS,
     Pair,
     configmap,
@@ -26,6 +24,7 @@ from .test_execution_harness import (
     karmada_work,
     running_pair,
 )
+from tests.agent.interpreter.samples import customization as interpreter_customization
 
 JsonDict = dict[str, Any]
 

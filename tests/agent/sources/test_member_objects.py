@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.controllers.member_objects import MemberObjects
 from agent.karmada import names
 from agent.kube.resources import CONFIGMAPS
 from agent.options import Options
+from agent.sources.member_objects import MemberObjects
 from emulator.emulator import run_emulator
-
-from .test_execution_harness import configmap, eventually, kube_client
+from tests.agent.controllers.harness import configmap, eventually, kube_client
 
 JsonDict = dict[str, Any]
 

@@ -1,6 +1,7 @@
-"""Shared harness for the execution / workStatus / member-object tests: an emulated Karmada
-control plane and an emulated member cluster, our clients on both, and Works shaped like the
-ones the Karmada control plane writes. (No tests here; the module is imported by the others.)"""
+"""Shared harness for the tests of the controllers and the sources they read: an emulated
+Karmada control plane and an emulated member cluster, our clients on both, the named controllers
+running on the sources the app would build, and Works shaped like the ones the Karmada control
+plane writes. (No tests here; the module is imported by the others.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from typing import Any, TypeVar, cast
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
-from agent.controllers.member_objects import MemberObjects
 from agent.controllers.work_status import WorkStatusController
 from agent.events import EventRecorder
 from agent.karmada import names
@@ -26,6 +26,7 @@ from agent.kube.resources import EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.options import Options
 from agent.resources import CLUSTERS, WORKS
+from agent.sources import live_sources
 from emulator.controllers import Knobs
 from emulator.emulator import Emulator, run_emulator
 from tests import polling
@@ -417,25 +418,26 @@ async def running_pair(
             lambda: karmada.get(NAMESPACES, EXEC_NS), lambda _n: True, what="execution namespace"
         )
         metrics = StubMetrics()
-        member_mapper = RESTMapper(member_client)
-        member_objects = MemberObjects(member_client, Options())
+        options = Options(cluster_name=CLUSTER, concurrent_work_syncs=3)
+        sources = live_sources(karmada, member_client, options)
         events = EventRecorder(karmada, component="karmada-agent")
         ctx = AgentContext(
-            options=Options(cluster_name=CLUSTER, concurrent_work_syncs=3),
+            options=options,
             cluster_name=CLUSTER,
             karmada=karmada,
             member=member_client,
             karmada_mapper=RESTMapper(karmada),
-            member_mapper=member_mapper,
-            member_objects=member_objects,
+            member_mapper=RESTMapper(member_client),
             events=events,
             metrics=cast(Any, metrics),
+            sources=sources,
         )
         pair = Pair(cp, member, karmada, member_client, ctx, metrics)
         if ready:
             await pair.set_cluster_ready()
         stack.push_async_callback(events.stop)
-        stack.push_async_callback(member_objects.stop)
+        for shared in sources.shared:
+            stack.push_async_callback(shared.stop)
         for name in controllers:
             if name == "execution":
                 pair.execution = ExecutionController(ctx)

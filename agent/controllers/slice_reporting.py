@@ -1,11 +1,5 @@
-"""What serviceExport and endpointsliceCollect share: the member's EndpointSlices and the Works
-that report them.
-
-`MemberSlices` is one list+watch of the member's Service EndpointSlices, shared by both
-controllers (`AgentContext.member_slices()`). It keeps whole objects only for the Services some
-controller wants reported; every other slice is held as a stub (name, namespace, labels,
-resourceVersion), so memory follows what is exported, not the member's size. When a Service
-becomes wanted, `refresh` reads its slices once and fills the stubs in.
+"""What serviceExport and endpointsliceCollect share: the Works that report the member's
+EndpointSlices, and the frame of both controllers.
 
 `SliceReports` writes and withdraws one controller's Works in the execution namespace, comparing
 against the Works cache first so that an unchanged slice costs no request.
@@ -16,152 +10,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from agent.context import AgentContext
 from agent.karmada import collected
 from agent.karmada.collected import Reporter
 from agent.kube.client import KubeClient
 from agent.kube.controller import Controller, Result, RetryableError
 from agent.kube.errors import NotFoundError
-from agent.kube.informers import WatchedReflector, typed_transform
-from agent.kube.reflector import HandlerFuncs, Reflector
-from agent.kube.resources import ENDPOINT_SLICES
+from agent.kube.reflector import HandlerFuncs
 from agent.kube.workqueue import WorkQueue
 from agent.logs import get_logger
 from agent.resources import WORKS
+from agent.sources.works import WorkInformer
 
-from .work_informer import WorkInformer, controller_rate_limiter
-
-if TYPE_CHECKING:
-    from agent.context import AgentContext
+from .rate_limiter import controller_rate_limiter
 
 log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
-# handler(event_type, slice) with event_type "ADDED", "MODIFIED" or "DELETED".
-SliceHandler = Callable[[str, JsonDict], None]
-Wanted = Callable[[str, str], bool]
-
-_full = typed_transform(collected.ENDPOINT_SLICE_API_VERSION, collected.ENDPOINT_SLICE_KIND)
-
-
-def is_stub(endpoint_slice: JsonDict) -> bool:
-    # addressType is required in every EndpointSlice, so only a stub lacks it.
-    return "addressType" not in endpoint_slice
-
-
-def _service_key(obj: JsonDict) -> list[str]:
-    meta = obj.get("metadata") or {}
-    service = collected.service_of(obj)
-    return [f"{meta.get('namespace', '')}/{service}"] if service else []
-
-
-class MemberSlices(WatchedReflector):
-    name = "member-endpointslices"
-
-    def __init__(self, client: KubeClient) -> None:
-        self.client = client
-        self._interests: list[Wanted] = []
-        self._handlers: list[SliceHandler] = []
-        super().__init__(
-            Reflector(
-                client,
-                ENDPOINT_SLICES,
-                # Only Service slices: selector-less slices of other owners never matter here.
-                label_selector=collected.SERVICE_NAME_LABEL,
-                transform=self._trim,
-                name="member endpointslices",
-            )
-        )
-        self.reflector.store.add_indexer("service", _service_key)
-        self.reflector.add_handler(
-            HandlerFuncs(
-                add=lambda obj: self._fan_out("ADDED", obj),
-                update=lambda _old, new: self._fan_out("MODIFIED", new),
-                delete=lambda obj: self._fan_out("DELETED", obj),
-            )
-        )
-
-    # --- lifecycle: started by the first user, stopped with the last ---------------------------
-
-    def start(self) -> None:
-        first = not self.started
-        super().start()
-        if first:
-            log.info("watching member EndpointSlices", selector=collected.SERVICE_NAME_LABEL)
-
-    # --- interest: which Services are kept whole ------------------------------------------------
-
-    def want(self, wanted: Wanted) -> Callable[[], None]:
-        """Keep whole the slices of every Service for which `wanted(namespace, name)` holds;
-        returns the function that withdraws this interest."""
-        self._interests.append(wanted)
-
-        def withdraw() -> None:
-            with contextlib.suppress(ValueError):
-                self._interests.remove(wanted)
-
-        return withdraw
-
-    def wanted(self, namespace: str, service: str) -> bool:
-        return any(wanted(namespace, service) for wanted in self._interests)
-
-    def _trim(self, obj: JsonDict) -> JsonDict:
-        obj = _full(obj)
-        meta = obj.get("metadata") or {}
-        if self.wanted(str(meta.get("namespace", "")), collected.service_of(obj)):
-            return obj
-        kept = ("name", "namespace", "labels", "resourceVersion", "uid")
-        return {
-            "apiVersion": obj.get("apiVersion"),
-            "kind": obj.get("kind"),
-            "metadata": {k: meta[k] for k in kept if k in meta},
-        }
-
-    # --- reads ---------------------------------------------------------------------------------
-
-    def get(self, namespace: str, name: str) -> JsonDict | None:
-        return self.reflector.store.get_by(namespace, name)
-
-    def of_service(self, namespace: str, service: str) -> list[JsonDict]:
-        return self.reflector.store.by_index("service", f"{namespace}/{service}")
-
-    async def refresh(self, namespace: str, service: str) -> list[JsonDict]:
-        """The Service's slices, whole: stubs (kept while nobody wanted them) are read again."""
-        slices = self.of_service(namespace, service)
-        if any(is_stub(s) for s in slices):
-            listed = await self.client.list(
-                ENDPOINT_SLICES,
-                namespace=namespace,
-                label_selector=f"{collected.SERVICE_NAME_LABEL}={service}",
-            )
-            for item in listed.get("items") or []:
-                meta = item.get("metadata") or {}
-                current = self.get(namespace, str(meta.get("name")))
-                # Only stubs are replaced: a whole object in the store came from the watch
-                # after the Service became wanted, and is as new as the list or newer.
-                if current is not None and is_stub(current):
-                    self.reflector.observe(item)
-            slices = self.of_service(namespace, service)
-        return [s for s in slices if not is_stub(s)]
-
-    # --- events --------------------------------------------------------------------------------
-
-    def subscribe(self, handler: SliceHandler) -> Callable[[], None]:
-        self._handlers.append(handler)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._handlers.remove(handler)
-
-        return unsubscribe
-
-    def _fan_out(self, event_type: str, obj: JsonDict) -> None:
-        for handler in list(self._handlers):
-            try:
-                handler(event_type, obj)
-            except Exception:
-                log.exception("EndpointSlice handler failed")
 
 
 class SliceReports:
@@ -239,8 +106,8 @@ class SliceReportingController:
     def __init__(self, ctx: AgentContext, reporter: Reporter) -> None:
         self.ctx = ctx
         self.log = get_logger(__name__).bind(controller=self.name, cluster=ctx.cluster_name)
-        self.works = ctx.work_informer()
-        self.slices = ctx.member_slices()
+        self.works = ctx.sources.works
+        self.slices = ctx.sources.member_slices
         self.reports = SliceReports(ctx.karmada, self.works, reporter)
         self.queue: WorkQueue[Key] = WorkQueue(
             self.name, rate_limiter=controller_rate_limiter(ctx.options)

@@ -11,9 +11,9 @@ from agent.resources import (
     RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
 )
 from emulator.emulator import run_emulator
+from tests.agent.controllers.harness import kube_client
 
 from .interpreter_webhook_server import configuration
-from .test_execution_harness import kube_client
 from .test_interpreter import customization
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from agent.controllers.execution import EVENT_WORK_ORPHANED, ExecutionController
-from agent.controllers.work_record import (
+from agent.kube.resources import SECRETS
+from agent.sources.work_records import (
     COMPRESS_ABOVE,
     PART_BYTES,
     WorkRecords,
@@ -16,19 +16,11 @@ from agent.controllers.work_record import (
     encode,
     record_name,
 )
-from agent.kube.resources import CONFIGMAPS, SECRETS
-from agent.resources import WORKS
 from emulator.emulator import run_emulator
-
-from .test_execution import APPLIED_OK
-from .test_execution_harness import (
-    CLUSTER,
-    EXEC_NS,
+from tests.agent.controllers.harness import (
     configmap,
-    eventually,
     karmada_work,
     kube_client,
-    running_pair,
 )
 
 JsonDict = dict[str, Any]
@@ -128,47 +120,3 @@ async def test_save_load_rewrite_and_delete_on_the_member() -> None:
             assert await WorkRecords(member, "karmada-system", "member1").load() == []
         finally:
             await member.close()
-
-
-async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orphaned() -> None:
-    async with running_pair("execution") as pair:
-        assert pair.execution is not None
-        await pair.create_work(karmada_work("kept", [configmap("kept")]))
-        await pair.create_work(karmada_work("gone", [configmap("gone")]))
-        await pair.create_work(karmada_work("done", [configmap("done")]))
-        for name in ("kept", "gone", "done"):
-            await pair.wait_work(name, APPLIED_OK)
-        loaded = await WorkRecords(pair.member_client, "karmada-system", CLUSTER).load()
-        assert sorted(w["metadata"]["name"] for w in loaded) == ["done", "gone", "kept"]
-
-        # Deleted the normal way: objects and record go with the Work.
-        await pair.karmada.delete(WORKS, "done", namespace=EXEC_NS)
-        await pair.wait_work_gone("done")
-        await pair.wait_member_gone(CONFIGMAPS, "done")
-
-        # While no agent watches, "gone" is deleted with our finalizer taken off by hand.
-        await pair.execution.stop()
-        work = await pair.get_work("gone")
-        work["metadata"]["finalizers"] = []
-        await pair.karmada.replace(WORKS, work, namespace=EXEC_NS)
-        await pair.karmada.delete(WORKS, "gone", namespace=EXEC_NS)
-        await pair.wait_work_gone("gone")
-
-        # The next agent finds the record of a Work that no longer exists.
-        restarted = ExecutionController(pair.ctx)
-        await restarted.start()
-        try:
-
-            async def records_left() -> list[str]:
-                fresh = WorkRecords(pair.member_client, "karmada-system", CLUSTER)
-                return sorted(w["metadata"]["name"] for w in await fresh.load())
-
-            await eventually(records_left, lambda names: names == ["kept"], what="records")
-            reasons = {e["reason"]: e for e in await pair.events_for("gone")}
-            assert EVENT_WORK_ORPHANED in reasons
-            assert "configmaps default/gone" in reasons[EVENT_WORK_ORPHANED]["message"]
-            assert EVENT_WORK_ORPHANED not in {e["reason"] for e in await pair.events_for("done")}
-            # Reported, never deleted.
-            assert (await pair.get_member(CONFIGMAPS, "gone"))["data"] == {"key": "value"}
-        finally:
-            await restarted.stop()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import datetime
 
-from agent.controllers.link import ControlPlaneLink, Outage
 from agent.kube.clock import FakeClock
+from agent.sources.link import ControlPlaneLink, Outage
 
 LEASE = 40.0
 WALL = datetime.datetime(2026, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)

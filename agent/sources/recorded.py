@@ -1,0 +1,101 @@
+"""The sources of an agent that cannot reach the control plane: its Works from the durable
+record on the member (agent.sources.work_records) instead of the control plane's watch, and a
+Cluster that the member alone stands for.
+
+Status written while offline is queued per Work (the last write wins, merged by key) and sent
+by `RecordedWorks.report`, one merge patch per Work, once the link returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+from agent.karmada.status import status_of
+from agent.kube.client import KubeClient
+from agent.kube.errors import KubeError, NotFoundError
+from agent.logs import get_logger
+from agent.resources import WORKS
+
+from .cluster import ClusterWatch
+from .works import WorkInformer
+
+log = get_logger(__name__)
+
+JsonDict = dict[str, Any]
+REPORT_CONCURRENCY = 8
+
+
+class _NotWatched:
+    """A source that needs no watch: always synced, nothing to start or stop."""
+
+    @property
+    def synced(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        pass
+
+    async def stop(self) -> None:
+        pass
+
+    async def wait_synced(self, timeout: float | None = None) -> bool:
+        return True
+
+
+class RecordedWorks(_NotWatched, WorkInformer):
+    """The recorded Works in place of the control plane's list+watch; status writes queued."""
+
+    def __init__(self, client: KubeClient, namespace: str, works: list[JsonDict]) -> None:
+        super().__init__(client, namespace, name="recorded works")
+        self.reflector.seed(works)
+        self.queued: dict[str, JsonDict] = {}
+
+    async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
+        name = str((work.get("metadata") or {}).get("name"))
+        self.queued.setdefault(name, {}).update(copy.deepcopy(status))
+        updated = {**work, "status": {**status_of(work), **copy.deepcopy(status)}}
+        self.reflector.observe(updated)
+        return updated
+
+    async def report(self, karmada: KubeClient) -> int:
+        """Send the queued status, one merge patch per Work, a few at a time (over a slow link
+        one after the other costs a round trip per Work); returns the writes made."""
+        limit = asyncio.Semaphore(REPORT_CONCURRENCY)
+
+        async def write(name: str, status: JsonDict) -> int:
+            async with limit:
+                try:
+                    await karmada.patch(
+                        WORKS,
+                        name,
+                        {"status": status},
+                        patch_type="merge",
+                        namespace=self.namespace,
+                        subresource="status",
+                    )
+                except NotFoundError:
+                    log.info("Work gone while offline; its queued status is dropped", work=name)
+                except KubeError as exc:
+                    log.warning("queued Work status not reported", work=name, error=str(exc))
+                else:
+                    return 1
+                return 0
+
+        queued = sorted(self.queued.items())
+        self.queued.clear()
+        return sum(await asyncio.gather(*(write(name, status) for name, status in queued)))
+
+
+class MemberOnlyCluster(_NotWatched, ClusterWatch):
+    """The Cluster as the offline controllers see it: Ready (they only reach the member, and a
+    member that does not answer fails their requests anyway), never terminating."""
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    @property
+    def terminating(self) -> bool:
+        return False
