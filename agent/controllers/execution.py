@@ -47,7 +47,7 @@ from agent.context import AgentContext, Runnable
 from agent.interpreter import InterpretError
 from agent.karmada import conditions, names
 from agent.karmada.reflect import ReflectError
-from agent.karmada.status import copy_conditions, status_of, without_status
+from agent.karmada.status import copy_conditions, without_status
 from agent.karmada.work import (
     Manifest,
     ManifestError,
@@ -83,8 +83,8 @@ from agent.sources.cluster import ClusterWatch
 from agent.sources.work_records import save_quietly
 
 from .deletion_guard import DeletionGuard
+from .manifest_statuses import ManifestStatuses
 from .work_controller import WorkController
-from .work_status import by_ordinal, is_first_report, manifest_status, record_status_events
 
 log = get_logger(__name__)
 
@@ -161,6 +161,7 @@ class ExecutionController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
         self.cluster: ClusterWatch = ctx.sources.cluster
+        self.statuses = ManifestStatuses(ctx.sources.interpreter, ctx.events)
         self._unsubscribe_ready: Callable[[], None] | None = None
         # What our applies returned per member object (see _Written): status-only changes
         # (every rollout step) and our own writes are not taken for drift.
@@ -336,14 +337,11 @@ class ExecutionController(WorkController):
         if conditions.set_condition(conds, applied):
             changed = True
         status: JsonDict = {"conditions": conds}
-        if ok and is_first_report(work):
-            # The Work's first manifestStatuses go out with Applied in the same write, from the
-            # apply answers; the workStatus controller keeps them current from then on.
-            previous = by_ordinal(status_of(work).get("manifestStatuses"))
-            entries = [outcome.statuses[o] for o in sorted(outcome.statuses)]
-            status["manifestStatuses"] = entries or None
-            changed = True
-            record_status_events(self.ctx.events, work, previous, entries, outcome.health_problems)
+        if ok:
+            # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
+            first = self.statuses.first_report(work, outcome.statuses, outcome.health_problems)
+            status.update(first)
+            changed = changed or bool(first)
         if changed:
             work = await self.works.patch_status(work, status)
         if outcome.applied:
@@ -397,9 +395,7 @@ class ExecutionController(WorkController):
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
                     with contextlib.suppress(ReflectError):
                         # Left to the workStatus controller, which reports the failure.
-                        entry, problem = await manifest_status(
-                            self.ctx.sources.interpreter, applied, key[0].resource, live
-                        )
+                        entry, problem = await self.statuses.entry(applied, key[0].resource, live)
                         outcome.statuses[applied.ordinal] = entry
                         if problem is not None:
                             outcome.health_problems[applied.ordinal] = problem

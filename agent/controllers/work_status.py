@@ -14,10 +14,9 @@ import asyncio
 from typing import Any
 
 from agent.context import AgentContext, Runnable
-from agent.events import EventRecorder
-from agent.interpreter import InterpretError
 from agent.interpreter.chain import InterpretReflectError
-from agent.karmada import conditions, names
+from agent.karmada import names
+from agent.karmada.manifest_status import by_ordinal
 from agent.karmada.reflect import ReflectError
 from agent.karmada.status import status_of
 from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, work_of
@@ -25,8 +24,8 @@ from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 from agent.logs import get_logger
-from agent.sources.interpreter import AgentInterpreter
 
+from .manifest_statuses import ManifestStatuses, awaits_first_report, handed_over
 from .work_controller import WorkController
 
 log = get_logger(__name__)
@@ -45,50 +44,10 @@ def _meta(obj: JsonDict) -> JsonDict:
     return meta if isinstance(meta, dict) else {}
 
 
-async def manifest_status(
-    interpreter: AgentInterpreter, manifest: Manifest, resource: str, live: JsonDict
-) -> tuple[JsonDict, str | None]:
-    """The manifestStatuses entry of `manifest` from its member object `live`, and why its
-    health is Unknown when a customization failed to interpret it; raises ReflectError when
-    the object's status cannot be reflected."""
-    entry: JsonDict = {"identifier": manifest.identifier(resource)}
-    reflected = await interpreter.reflect_status(live)
-    if reflected is not None:
-        entry["status"] = reflected
-    try:
-        entry["health"] = await interpreter.interpret_health(live)
-    except InterpretError as exc:
-        # As upstream: the health is Unknown, and an InterpretHealthFailed Event says why.
-        entry["health"] = names.UNKNOWN
-        return entry, str(exc)
-    return entry, None
-
-
-def is_first_report(work: JsonDict) -> bool:
-    """No Applied condition yet: the execution controller has not reported on this Work, and
-    writes its first manifestStatuses together with Applied."""
-    return conditions.find(status_of(work).get("conditions"), names.WORK_APPLIED) is None
-
-
-def by_ordinal(entries: Any) -> dict[int, JsonDict]:
-    out: dict[int, JsonDict] = {}
-    for entry in entries if isinstance(entries, list) else []:
-        if not isinstance(entry, dict):
-            continue
-        ordinal = (entry.get("identifier") or {}).get("ordinal")
-        if isinstance(ordinal, int):
-            out[ordinal] = entry
-    return out
-
-
-def _applied_status(work: JsonDict) -> str | None:
-    applied = conditions.find(status_of(work).get("conditions"), names.WORK_APPLIED)
-    return None if applied is None else str(applied.get("status"))
-
-
 class WorkStatusController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
+        self.statuses = ManifestStatuses(ctx.sources.interpreter, ctx.events)
         # Works that met a member type whose cache was not synced yet, per type.
         self._awaiting_sync: dict[GVR, set[str]] = {}
         self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
@@ -101,9 +60,9 @@ class WorkStatusController(WorkController):
     # --- event handlers ------------------------------------------------------------------------
 
     def _work_updated(self, old: JsonDict, new: JsonDict) -> None:
-        # Besides changes of the Work itself: its Applied condition written or changed, after
-        # which the statuses of its objects are ours to keep up to date.
-        if _applied_status(old) != _applied_status(new):
+        # Besides changes of the Work itself: the execution controller's first report (see
+        # agent.controllers.manifest_statuses).
+        if handed_over(old, new):
             self._work_added(new)
         else:
             super()._work_updated(old, new)
@@ -137,9 +96,7 @@ class WorkStatusController(WorkController):
         work = self.works.get(name)
         if work is None or is_deleting(work):
             return None
-        if is_first_report(work):
-            # Not applied yet: the execution controller writes the first manifestStatuses
-            # together with Applied (one status write); its Applied write enqueues us again.
+        if awaits_first_report(work):
             return None
         wlog = self.log.bind(work=f"{self.namespace}/{name}")
         previous = by_ordinal(status_of(work).get("manifestStatuses"))
@@ -175,7 +132,7 @@ class WorkStatusController(WorkController):
         current = status_of(work).get("manifestStatuses") or []
         if entries != current:
             await self.works.patch_status(work, {"manifestStatuses": entries or None})
-            record_status_events(self.ctx.events, work, previous, entries, health_problems)
+            self.statuses.record_events(work, previous, entries, health_problems)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))
@@ -198,51 +155,7 @@ class WorkStatusController(WorkController):
             return None, None
         # List items of built-in types carry no apiVersion/kind; the rules need them.
         typed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
-        return await manifest_status(self.ctx.sources.interpreter, manifest, info.resource, typed)
-
-
-def record_status_events(
-    events: EventRecorder,
-    work: JsonDict,
-    previous: dict[int, JsonDict],
-    entries: list[JsonDict],
-    health_problems: dict[int, str] | None = None,
-) -> None:
-    """The Events of a manifestStatuses write, whichever controller writes it;
-    `health_problems` says, by ordinal, why a customization could not interpret health."""
-    # Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection,
-    # which floods the control plane with Events for every status heartbeat of a busy
-    # workload. We record them only when a manifest's reflected status or health changes.
-    for entry in entries:
-        ident = entry["identifier"]
-        old = previous.get(ident["ordinal"]) or {}
-        where = f"{ident.get('namespace')}/{ident['name']}" if ident.get("namespace") else ""
-        what = f"{ident['kind']} {where or ident['name']}"
-        if "status" in entry and entry.get("status") != old.get("status"):
-            events.record(
-                work,
-                "Normal",
-                names.EVENT_REFLECT_STATUS_SUCCEED,
-                f"Reflected the status of {what}.",
-            )
-        if entry["health"] != old.get("health"):
-            if entry["health"] == names.UNKNOWN:
-                problem = (health_problems or {}).get(ident["ordinal"])
-                events.record(
-                    work,
-                    "Warning",
-                    names.EVENT_INTERPRET_HEALTH_FAILED,
-                    f"Health of {what} could not be interpreted: {problem}."
-                    if problem
-                    else f"Health of {what} could not be interpreted from its status.",
-                )
-            else:
-                events.record(
-                    work,
-                    "Normal",
-                    names.EVENT_INTERPRET_HEALTH_SUCCEED,
-                    f"Health of {what} is {entry['health']}.",
-                )
+        return await self.statuses.entry(manifest, info.resource, typed)
 
 
 def build(ctx: AgentContext) -> Runnable:

@@ -161,23 +161,6 @@ def _cached(pair: Any, name: str) -> Any:
     return probe
 
 
-async def test_waits_for_the_execution_controllers_first_report() -> None:
-    async with running_pair("workStatus") as pair:
-        assert pair.work_status is not None
-        ids = WorkIds()
-        cm = karmada_manifest(configmap("early"), "early", ids)
-        await pair.member_client.create(CONFIGMAPS, cm)
-        await pair.create_work(karmada_work("early", [cm], raw=True))
-        await pair.idle(pair.work_status)
-        # No Applied condition yet: the first manifestStatuses are the execution controller's
-        # to write, together with Applied.
-        assert statuses(await pair.get_work("early")) == []
-        assert pair.cp.accounting.counts(resource="works/status") == 0
-        await pair.mark_applied("early")
-        reported = await pair.wait_work("early", lambda w: len(statuses(w)) == 1)
-        assert statuses(reported)[0]["health"] == names.HEALTHY
-
-
 async def test_both_controllers_share_one_works_watch() -> None:
     async with running_pair("execution", "workStatus") as pair:
         assert pair.execution is not None

@@ -1,0 +1,101 @@
+"""The manifestStatuses rules: entries, ordinals, who reports first, and the Events a change of
+the entries is worth."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.karmada import names
+from agent.karmada.manifest_status import (
+    StatusEvent,
+    applied_status,
+    by_ordinal,
+    is_first_report,
+    status_entry,
+    status_events,
+)
+from agent.karmada.work import parse_manifest
+
+JsonDict = dict[str, Any]
+
+CONFIGMAP = {
+    "apiVersion": "v1",
+    "kind": "ConfigMap",
+    "metadata": {"name": "web", "namespace": "default"},
+}
+
+
+def entry(ordinal: int, health: str, status: JsonDict | None = None) -> JsonDict:
+    return status_entry(parse_manifest(ordinal, CONFIGMAP), "configmaps", status, health)
+
+
+def test_entry_names_the_manifest_and_carries_status_and_health() -> None:
+    assert entry(2, names.HEALTHY, {"ready": 1}) == {
+        "identifier": {
+            "ordinal": 2,
+            "version": "v1",
+            "kind": "ConfigMap",
+            "resource": "configmaps",
+            "namespace": "default",
+            "name": "web",
+        },
+        "status": {"ready": 1},
+        "health": names.HEALTHY,
+    }
+    assert "status" not in entry(0, names.HEALTHY)
+
+
+def test_by_ordinal_skips_what_is_not_an_entry() -> None:
+    first, third = entry(0, names.HEALTHY), entry(2, names.UNHEALTHY)
+    assert by_ordinal([first, "junk", {"identifier": {"ordinal": "1"}}, third]) == {
+        0: first,
+        2: third,
+    }
+    assert by_ordinal(None) == {}
+
+
+def test_the_first_report_is_the_one_before_any_applied_condition() -> None:
+    work: JsonDict = {"status": {"conditions": [{"type": "Dispatching", "status": "True"}]}}
+    assert is_first_report(work)
+    assert applied_status(work) is None
+    work["status"]["conditions"].append({"type": names.WORK_APPLIED, "status": "False"})
+    assert not is_first_report(work)
+    assert applied_status(work) == "False"
+    assert is_first_report({"status": "not an object"})
+
+
+def test_events_only_for_what_changed() -> None:
+    previous = by_ordinal([entry(0, names.HEALTHY, {"ready": 1})])
+    assert status_events(previous, [entry(0, names.HEALTHY, {"ready": 1})]) == []
+    assert status_events(previous, [entry(0, names.HEALTHY, {"ready": 2})]) == [
+        StatusEvent(
+            "Normal",
+            names.EVENT_REFLECT_STATUS_SUCCEED,
+            "Reflected the status of ConfigMap default/web.",
+        )
+    ]
+    assert status_events(previous, [entry(0, names.UNHEALTHY, {"ready": 1})]) == [
+        StatusEvent(
+            "Normal",
+            names.EVENT_INTERPRET_HEALTH_SUCCEED,
+            "Health of ConfigMap default/web is Unhealthy.",
+        )
+    ]
+
+
+def test_unknown_health_is_a_warning_saying_why_when_known() -> None:
+    entries = [entry(0, names.UNKNOWN)]
+    assert status_events({}, entries, {0: "script failed"}) == [
+        StatusEvent(
+            "Warning",
+            names.EVENT_INTERPRET_HEALTH_FAILED,
+            "Health of ConfigMap default/web could not be interpreted: script failed.",
+        )
+    ]
+    assert status_events({}, entries) == [
+        StatusEvent(
+            "Warning",
+            names.EVENT_INTERPRET_HEALTH_FAILED,
+            "Health of ConfigMap default/web could not be interpreted from its status.",
+        )
+    ]
