@@ -12,6 +12,7 @@ import httpx
 from agent.app import EXIT_FAILURE, EXIT_OK, Agent
 from agent.options import Options
 from tests.agent.controllers.clusterenv import Pair, emulator_pair, wait_for
+from tests.agent.controllers.harness import EXEC_NS, configmap, karmada_work
 
 LE_LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/karmada-agent-member1"
 
@@ -249,3 +250,53 @@ async def test_shutdown_that_cannot_finish_exits_non_zero_within_its_bound(tmp_p
         agent.stop_event.set()
         # Bounded: shutdown_timeout plus the 5 s margin, not the 60 s the server would take.
         assert await asyncio.wait_for(task, 15) == EXIT_FAILURE
+
+
+async def test_lost_leadership_abandons_in_flight_applies_at_once(tmp_path: Path) -> None:
+    """A replica that can no longer renew its Lease must stop writing at once: a successor may
+    take over as soon as the Lease expires. An apply stuck on a slow member is abandoned, not
+    waited for until the shutdown bound."""
+    async with emulator_pair(tmp_path) as env:
+        options = env.options(
+            leader_elect=True,
+            leader_elect_lease_cluster="karmada",
+            leader_elect_lease_duration=timedelta(seconds=2),
+            leader_elect_renew_deadline=timedelta(seconds=1),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+            controllers=("clusterStatus", "execution"),
+        )
+        agent = Agent(options, install_signal_handlers=False, shutdown_timeout=30)
+        task = asyncio.create_task(agent.run())
+        await wait_for(lambda: ready_cluster(env), timeout=20)
+        slow = env.member.faults.add_latency(30, verb="patch", resource="configmaps")
+        async with env.karmada.client() as client:
+            response = await client.post(
+                f"/apis/work.karmada.io/v1alpha1/namespaces/{EXEC_NS}/works",
+                json=karmada_work("w", [configmap("cm")]),
+            )
+            assert response.status_code == 201, response.text
+        await wait_for(lambda: _fired(slow), timeout=10)
+        manager = agent.manager
+        assert manager is not None
+        env.karmada.faults.add_error(500, verb="update", resource="leases.coordination.k8s.io")
+        # Well within the 30 s shutdown bound and the 30 s stuck apply.
+        await wait_for(lambda: controllers_stopped(manager), timeout=8)
+        await wait_for(lambda: lost_leadership(agent), timeout=2)
+        # The stuck apply itself was cancelled, not left running behind the manager's back.
+        await wait_for(_no_execution_workers, timeout=2)
+        # The replica campaigns again rather than exiting.
+        assert not task.done()
+        agent.stop_event.set()
+        assert await asyncio.wait_for(task, 10) == EXIT_OK
+
+
+async def _fired(rule: Any) -> bool:
+    return bool(rule.fired)
+
+
+async def _no_execution_workers() -> bool:
+    return not [
+        t
+        for t in asyncio.all_tasks()
+        if t.get_name().startswith("execution-worker") and not t.done()
+    ]

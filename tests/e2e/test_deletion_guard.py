@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.app import Agent
-from agent.controllers.deletion_guard import CONDITION_DELETION_HELD, EVENT_DELETION_HELD
-from agent.controllers.execution import EVENT_WORK_ORPHANED
+from agent.controllers.execution.deletion import EVENT_WORK_ORPHANED
+from agent.controllers.execution.deletion_guard import CONDITION_DELETION_HELD, EVENT_DELETION_HELD
 from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, EVENTS

@@ -238,6 +238,31 @@ def has_condition(type_: str, status: str, reason: str | None = None) -> Callabl
     return check
 
 
+APPLIED_OK = has_condition(names.WORK_APPLIED, "True", names.REASON_APPLIED_SUCCESSFUL)
+APPLIED_FAILED = has_condition(names.WORK_APPLIED, "False", names.REASON_APPLIED_FAILED)
+
+
+def applied_message(work: JsonDict) -> str:
+    cond = condition(work, names.WORK_APPLIED)
+    assert cond is not None
+    return str(cond["message"])
+
+
+def labels(obj: JsonDict) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("labels") or {})
+
+
+def annotations_of(obj: JsonDict) -> dict[str, str]:
+    return dict((obj.get("metadata") or {}).get("annotations") or {})
+
+
+async def settled_patches(pair: Any, resource: str = "configmaps") -> int:
+    """The member PATCH count once the execution controller has been idle for a moment and
+    the count stopped moving: a loop keeps it moving."""
+    await pair.idle(pair.execution)
+    return int(pair.member.accounting.counts(verb="patch", resource=resource))
+
+
 # --- metrics stand-in ----------------------------------------------------------------------------
 
 

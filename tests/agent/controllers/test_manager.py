@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from datetime import timedelta
 from typing import Any, cast
@@ -12,10 +13,14 @@ import pytest
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.manager import ControllerManager
+from agent.kube.controller import Controller, Result
+from agent.kube.workqueue import WorkQueue
 from agent.options import CONTROLLERS, Options
 from agent.periodic import Periodic, shared_scheduler
 from tests import polling
 from tests.fakewall import wall_fake_clock
+
+from .harness import eventually
 
 
 class Recorder:
@@ -208,3 +213,31 @@ async def test_periodic_jobs_share_one_scheduler_and_skips_are_counted_not_logge
     await polling.eventually(lambda: not scheduler.scheduler.running, what="scheduler shut down")
     skipped = [r for r in caplog.records if "maximum number of running instances" in r.getMessage()]
     assert skipped == []
+
+
+async def test_an_abandoned_controller_stop_cancels_the_reconciles_in_flight() -> None:
+    """The manager bounds each controller's stop with wait_for; when that bound runs out, the
+    reconciles in flight must end too instead of running on unsupervised."""
+    entered = asyncio.Event()
+    finished: list[str] = []
+
+    async def reconcile(key: str) -> Result | None:
+        entered.set()
+        await asyncio.Event().wait()  # a call that never answers
+        finished.append(key)
+        return None
+
+    controller: Controller[str] = Controller("stuck", WorkQueue("stuck"), reconcile)
+    controller.start()
+    controller.queue.add("w")
+    await asyncio.wait_for(entered.wait(), 5)
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(controller.stop(30), 0.1)
+    await eventually(
+        lambda: _value(controller.running), lambda running: not running, timeout=2, what="stop"
+    )
+    assert finished == []
+
+
+async def _value(value: Any) -> Any:
+    return value

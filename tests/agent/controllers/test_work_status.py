@@ -151,27 +151,3 @@ async def test_deleting_work_is_skipped() -> None:
         pair.work_status.queue.add("bye")
         await pair.idle(pair.work_status)
         assert len(statuses(await pair.get_work("bye"))) == 1
-
-
-def _cached(pair: Any, name: str) -> Any:
-    async def probe() -> JsonDict | None:
-        obj: JsonDict | None = pair.ctx.sources.member_objects.get(CONFIGMAPS, "default", name)[0]
-        return obj
-
-    return probe
-
-
-async def test_both_controllers_share_one_works_watch() -> None:
-    async with running_pair("execution", "workStatus") as pair:
-        assert pair.execution is not None
-        assert pair.work_status is not None
-        assert pair.execution.works is pair.work_status.works
-        await pair.create_work(karmada_work("shared", [configmap("shared")]))
-        await pair.wait_work("shared", all_healthy(1))
-        assert pair.cp.accounting.counts(verb="list", resource="works") == 1
-        assert pair.cp.accounting.watches_opened(resource="works") == 1
-        # One controller stopping leaves the other its Works.
-        await pair.execution.stop()
-        pair.runnables.remove(pair.execution)
-        await pair.member_client.delete(CONFIGMAPS, "shared", namespace="default")
-        await pair.wait_work("shared", lambda w: statuses(w) == [], "entry dropped")

@@ -14,8 +14,9 @@ from agent.karmada import names
 from agent.karmada.work import Manifest, manifests_of
 from agent.kube.errors import InvalidError
 from agent.kube.resources import CONFIGMAPS
-
-from .harness import (
+from tests.agent.controllers.harness import (
+    APPLIED_FAILED,
+    APPLIED_OK,
     Pair,
     condition,
     configmap,
@@ -23,7 +24,6 @@ from .harness import (
     karmada_work,
     running_pair,
 )
-from .test_execution import APPLIED_FAILED, APPLIED_OK
 
 JsonDict = dict[str, Any]
 

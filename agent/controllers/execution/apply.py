@@ -1,0 +1,218 @@
+"""Applying a Work's manifests to the member cluster.
+
+Every manifest (namespaces and CRDs first) is server-side applied with the field manager
+"karmada-agent" and `force`, instead of upstream's GET + full PUT: Karmada is the source of truth
+for the fields its manifests set, and only for those. Fields that other managers own on the
+member (replicas under an HPA when retain-replicas is set, a Service's clusterIP, injected
+sidecars) are not in our field set, so they are never reset or fought over.
+
+Refused before anything is written: manifests of one Work that name the same object with
+different content (identical repetitions are applied once), and objects the Work may not own
+(ownership.py). Each manifest's failure is its own: the others are applied, and the outcome says
+which failed, why, and whether retrying can help.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent.context import AgentContext
+from agent.controllers.manifest_statuses import ManifestStatuses
+from agent.interpreter import InterpretError
+from agent.karmada.reflect import ReflectError
+from agent.karmada.work import (
+    Manifest,
+    ManifestError,
+    apply_order,
+    deduplicate,
+    desired_object,
+    manifests_of,
+)
+from agent.kube.client import GVR
+from agent.kube.discovery import NoKindMatchError, ResourceInfo
+from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundError
+
+from .drift import ObjectKey, OwnWrites
+from .ownership import OtherWorkError, Ownership, OwnershipError
+
+JsonDict = dict[str, Any]
+
+FIELD_MANAGER = "karmada-agent"
+CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
+# Answers that refuse the object as written (bad request, too large, invalid): retrying the same
+# content cannot help; a change of the Work enqueues it again.
+REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
+
+
+@dataclass
+class Outcome:
+    total: int = 0
+    succeeded: int = 0
+    errors: list[tuple[int, str]] = field(default_factory=list)
+    retryable: bool = False
+    applied: set[ObjectKey] = field(default_factory=set)
+    # manifestStatuses entries built from the apply answers, by ordinal.
+    statuses: dict[int, JsonDict] = field(default_factory=dict)
+    # Why a customization could not interpret a manifest's health, by ordinal.
+    health_problems: dict[int, str] = field(default_factory=dict)
+
+    def messages(self) -> list[str]:
+        return [message for _, message in sorted(self.errors)]
+
+
+class Applier:
+    def __init__(
+        self,
+        ctx: AgentContext,
+        writes: OwnWrites,
+        ownership: Ownership,
+        statuses: ManifestStatuses,
+        log: Any,
+    ) -> None:
+        self.ctx = ctx
+        self.writes = writes
+        self.ownership = ownership
+        self.statuses = statuses
+        self.log = log
+
+    async def apply_all(self, work: JsonDict, wlog: Any) -> Outcome:
+        name = str((work.get("metadata") or {}).get("name"))
+        items = manifests_of(work)
+        outcome = Outcome(total=len(items))
+        manifests: list[Manifest] = []
+        for ordinal, item in enumerate(items):
+            if isinstance(item, ManifestError):
+                outcome.errors.append((ordinal, str(item)))
+            else:
+                manifests.append(item)
+        grouped = deduplicate(manifests)
+        for ordinals, message in grouped.conflicts:
+            outcome.errors.append((ordinals[0], message))
+        copies_of: dict[int, list[Manifest]] = {}
+        for manifest in manifests:
+            if manifest.ordinal in grouped.copies:
+                copies_of.setdefault(grouped.copies[manifest.ordinal], []).append(manifest)
+        self.ownership.unblock(name)
+        for manifest in apply_order(grouped.unique):
+            started = time.monotonic()
+            result = "error"
+            try:
+                key, live = await self._apply_one(work, manifest)
+                outcome.applied.add(key)
+                for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
+                    with contextlib.suppress(ReflectError):
+                        # Left to the workStatus controller, which reports the failure.
+                        entry, problem = await self.statuses.entry(applied, key[0].resource, live)
+                        outcome.statuses[applied.ordinal] = entry
+                        if problem is not None:
+                            outcome.health_problems[applied.ordinal] = problem
+                    outcome.succeeded += 1
+                result = "success"
+                if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
+                    # Objects of this CRD may follow in the same Work: re-read discovery.
+                    self.ctx.member_mapper.invalidate()
+            except ManifestError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+            except InvalidNameError as exc:
+                # Refused before any request: the manifest has to change.
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
+            except InterpretError as exc:
+                # A failing Retain script or webhook: it may be fixed or answer later, so retry.
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
+                outcome.retryable = True
+            except OwnershipError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+                outcome.retryable = True
+            except OtherWorkError as exc:
+                outcome.errors.append((manifest.ordinal, str(exc)))
+                self.ownership.block(name, exc)
+            except NoKindMatchError as exc:
+                # Retried with backoff: a CRD installed later makes the kind known.
+                outcome.errors.append(
+                    (manifest.ordinal, f"{manifest.label}: {exc} in the member cluster")
+                )
+                outcome.retryable = True
+            except ApiError as exc:
+                refused = exc.code in REFUSED_AS_WRITTEN
+                cause = "refused by the member cluster" if refused else "failed"
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {cause}: {exc}"))
+                # The same content would be refused again: the Work has to change.
+                outcome.retryable = outcome.retryable or not refused
+            except KubeError as exc:
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
+                outcome.retryable = True
+            except Exception as exc:
+                wlog.exception("unexpected error applying manifest", manifest=manifest.ordinal)
+                outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
+                outcome.retryable = True
+            finally:
+                self._observe(result, time.monotonic() - started)
+        self.writes.remember(name, outcome.applied)
+        return outcome
+
+    async def _apply_one(self, work: JsonDict, manifest: Manifest) -> tuple[ObjectKey, JsonDict]:
+        """Apply one manifest; its member key and the object as the apply returned it."""
+        # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
+        # server's): the member is where the object is created and the authority on what it
+        # serves, and a CRD applied earlier in the same Work exists only there.
+        info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
+        namespace = _namespace_for(manifest, info)
+        gvr = info.gvr
+        self.ctx.sources.member_objects.ensure(gvr, info.kind)
+        key: ObjectKey = (gvr, namespace, manifest.name)
+        live = await self._live(gvr, namespace, manifest.name)
+        self.ownership.check(work, manifest, key, live)
+        desired = desired_object(manifest, work, live=live)
+        if live is not None:
+            # Member-owned values a Retain customization keeps (typed: list items of built-in
+            # types carry no apiVersion/kind).
+            observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
+            desired = await self.ctx.sources.interpreter.retain(desired, observed)
+        if not info.namespaced:
+            desired["metadata"].pop("namespace", None)
+        applied = await self.ctx.member.apply(
+            gvr,
+            desired,
+            field_manager=FIELD_MANAGER,
+            force=True,
+            namespace=namespace or None,
+        )
+        work_name = str((work.get("metadata") or {}).get("name"))
+        self.ownership.taken_from(self.writes.record(key, work_name, applied))
+        return key, applied
+
+    async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
+        """The member object: from the cache of Karmada's objects; None without a request when
+        the caches know no object of that name; else a live GET (an object without
+        `karmada.io/managed=true` is known by name only)."""
+        objects = self.ctx.sources.member_objects
+        cached, _ = objects.get(gvr, namespace, name)
+        if cached is not None:
+            return cached
+        if objects.known_absent(gvr, namespace, name):
+            return None
+        try:
+            return await self.ctx.member.get(gvr, name, namespace=namespace or None)
+        except NotFoundError:
+            return None
+
+    def _observe(self, result: str, seconds: float) -> None:
+        try:
+            histogram = self.ctx.metrics.work_sync_workload_duration
+            histogram.labels(result=result).observe(seconds)
+        except Exception:
+            self.log.debug("work sync metric not recorded", exc_info=True)
+
+
+def _namespace_for(manifest: Manifest, info: ResourceInfo) -> str:
+    if not info.namespaced:
+        return ""
+    if not manifest.namespace:
+        raise ManifestError(
+            f"{manifest.label}: {manifest.kind} is namespaced but the manifest has no "
+            f"metadata.namespace"
+        )
+    return manifest.namespace

@@ -1,0 +1,206 @@
+"""The execution controller: applies the Works of `karmada-es-<cluster>` to the member cluster.
+
+Works come from the shared Works source (a list+watch of this cluster's execution namespace,
+never polled); a worker pool (--concurrent-work-syncs) reconciles them by name:
+
+- Work being deleted: clean up after it (deletion.py).
+- Otherwise: the Dispatching condition; nothing more when dispatching is suspended or the
+  cluster is not Ready; then every manifest is applied (apply.py), and the Applied condition says
+  how that went, written together with the first manifestStatuses
+  (agent.controllers.manifest_statuses). What was applied is recorded on the member for an agent
+  that starts while the control plane is unreachable (agent.offline).
+
+Member events come back here: a change of one of our objects made by someone else sends its
+Work through reconcile (drift.py), and an object deleted or changing hands frees the Works that
+were refused for it (ownership.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agent.context import AgentContext
+from agent.controllers.manifest_statuses import ManifestStatuses
+from agent.controllers.work_controller import WorkController
+from agent.karmada import conditions, names
+from agent.karmada.status import copy_conditions
+from agent.karmada.work import (
+    applied_message,
+    dispatching_condition,
+    is_deleting,
+    is_suspended,
+    work_of,
+)
+from agent.kube.client import GVR
+from agent.kube.controller import Result, RetryableError, TerminalError
+from agent.kube.reflector import HandlerFuncs
+from agent.sources.cluster import ClusterWatch
+from agent.sources.work_records import save_quietly
+
+from .apply import Applier
+from .deletion import Deletion
+from .drift import OwnWrites, object_key
+from .ownership import Ownership
+
+JsonDict = dict[str, Any]
+
+CONTROLLER_NAME = "execution"
+
+
+class WorkSyncError(RetryableError):
+    """Some manifests of a Work could not be applied; the Work is retried."""
+
+
+class ExecutionController(WorkController):
+    def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
+        super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
+        self.cluster: ClusterWatch = ctx.sources.cluster
+        self.records = ctx.sources.records
+        self.statuses = ManifestStatuses(ctx.sources.interpreter, ctx.events)
+        self.writes = OwnWrites()
+        self.ownership = Ownership(self.works, self.writes, self.queue.add)
+        self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.log)
+        self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget, self.log)
+        self.guard = self.deletion.guard
+        self._unsubscribe_ready: Callable[[], None] | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def _watched(self) -> list[Any]:
+        # Reconciles read the Cluster's readiness from its cache too.
+        return [self.works, self.cluster]
+
+    def _work_handler(self) -> HandlerFuncs:
+        # A deleted Work is reconciled too: its bookkeeping is forgotten.
+        return HandlerFuncs(add=self._new_work, update=self._work_updated, delete=self._work_gone)
+
+    async def start(self) -> None:
+        self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_every_work)
+        await super().start()
+
+    async def _start_workers(self) -> None:
+        await super()._start_workers()
+        await self.deletion.settle_records()
+
+    async def stop(self) -> None:
+        if self._unsubscribe_ready is not None:
+            self._unsubscribe_ready()
+            self._unsubscribe_ready = None
+        await super().stop()
+        await self.guard.stop()
+
+    # --- event handlers ------------------------------------------------------------------------
+
+    def _new_work(self, work: JsonDict) -> None:
+        self._work_added(work)
+        # More Works may bring the share of deletions below the hold threshold.
+        for name in self.guard.held:
+            self.queue.add(name)
+
+    def _work_gone(self, work: JsonDict) -> None:
+        self._work_added(work)
+        self.deletion.work_gone(work)
+
+    def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        key = object_key(gvr, obj)
+        ref = work_of(obj)
+        self.ownership.release(key, None if event_type == "DELETED" else ref)
+        if ref is None or ref[0] != self.namespace:
+            return
+        if not self.writes.is_drift(event_type, key, obj):
+            return
+        self.log.info(
+            "member object changed out of band; reconciling its Work",
+            work=f"{ref[0]}/{ref[1]}",
+            change=event_type,
+            resource=str(gvr),
+            object=f"{key[1]}/{key[2]}" if key[1] else key[2],
+        )
+        self.queue.add(ref[1])
+
+    # --- reconcile -----------------------------------------------------------------------------
+
+    async def reconcile(self, name: str) -> Result | None:
+        work = self.works.get(name)
+        wlog = self.log.bind(work=f"{self.namespace}/{name}")
+        if work is None:
+            self._forget(name)
+            await self.deletion.drop_record(name, wlog)
+            return None
+        if is_deleting(work):
+            return await self.deletion.reconcile(work, wlog)
+
+        conds = copy_conditions(work)
+        changed = False
+        dispatching = dispatching_condition(work)
+        if conditions.set_condition(conds, dispatching):
+            changed = True
+            self.ctx.events.record(
+                work, "Normal", names.EVENT_WORK_DISPATCHING, str(dispatching["message"])
+            )
+        if is_suspended(work):
+            if changed:
+                work = await self.works.patch_status(work, {"conditions": conds})
+            # Recorded too: an agent serving the record must not apply a suspended Work.
+            await save_quietly(self.records, work, wlog)
+            return None
+        if not self.cluster.ready:
+            # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
+            wlog.info("member cluster is not Ready; Work waits")
+            if changed:
+                await self.works.patch_status(work, {"conditions": conds})
+            return None
+
+        outcome = await self.applier.apply_all(work, wlog)
+        ok = not outcome.errors
+        message = applied_message(outcome.succeeded, outcome.total, outcome.messages())
+        applied = conditions.new_condition(
+            names.WORK_APPLIED,
+            "True" if ok else "False",
+            names.REASON_APPLIED_SUCCESSFUL if ok else names.REASON_APPLIED_FAILED,
+            message,
+        )
+        if conditions.set_condition(conds, applied):
+            changed = True
+        status: JsonDict = {"conditions": conds}
+        if ok:
+            # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
+            first = self.statuses.first_report(work, outcome.statuses, outcome.health_problems)
+            status.update(first)
+            changed = changed or bool(first)
+        if changed:
+            work = await self.works.patch_status(work, status)
+        if outcome.applied:
+            await save_quietly(self.records, work, wlog)
+        if ok:
+            self.ctx.events.record(
+                work,
+                "Normal",
+                names.EVENT_SYNC_SUCCEED,
+                f"Work {self.namespace}/{name} synced to cluster {self.ctx.cluster_name}.",
+            )
+            return None
+        failure = (
+            f"Work {self.namespace}/{name} not fully synced to cluster "
+            f"{self.ctx.cluster_name}: {message}"
+        )
+        self.ctx.events.record(work, "Warning", names.EVENT_SYNC_FAILED, failure)
+        wlog.warning("work not fully applied", errors=outcome.messages())
+        if outcome.retryable:
+            raise WorkSyncError(failure)
+        # Only malformed manifests failed: retrying cannot help until the Work changes, and a
+        # change of the Work enqueues it again.
+        raise TerminalError(failure)
+
+    def _forget(self, work_name: str) -> None:
+        """The Work is gone or its deletion done: drop what this process kept about it."""
+        self.guard.release(work_name)
+        self.ownership.unblock(work_name)
+        for key in self.writes.forget(work_name):
+            # The object may be free now: Works refused for it look again.
+            self.ownership.release(key, None)
+
+
+def build(ctx: AgentContext) -> ExecutionController:
+    return ExecutionController(ctx)

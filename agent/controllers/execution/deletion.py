@@ -1,0 +1,257 @@
+"""Deleting a Work: its member objects removed (or, with preserveResourcesOnDeletion, stripped of
+Karmada's labels and annotations), then the `karmada.io/execution-controller` finalizer dropped,
+and the Work's record with it. Only objects labelled `karmada.io/managed=true` that point back at
+the Work are touched.
+
+Deletions right after a long control-plane outage may be held (deletion_guard.py). A Work
+deleted without our cleanup (someone removed our finalizer) leaves its member objects in place:
+that is reported with a Warning Event and a log line, never passed over in silence, whether this
+process saw the Work go or finds its record at start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from agent.context import AgentContext
+from agent.karmada import names
+from agent.karmada.work import (
+    Manifest,
+    ManifestError,
+    belongs_to,
+    is_managed,
+    manifests_of,
+    preserves_resources,
+    release_patch,
+)
+from agent.kube.client import GVR
+from agent.kube.controller import Result, RetryableError
+from agent.kube.discovery import NoKindMatchError
+from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFoundError
+from agent.resources import WORKS
+from agent.sources.cluster import ClusterWatch
+from agent.sources.works import WorkInformer
+
+from .deletion_guard import DeletionGuard
+from .drift import ObjectKey, OwnWrites
+
+JsonDict = dict[str, Any]
+# (manifest, resource, namespace, live object) of a member object of the Work.
+Owned = tuple[Manifest, GVR, str, JsonDict]
+
+FINALIZER_UPDATE_ATTEMPTS = 5
+EVENT_WORK_ORPHANED = "WorkOrphaned"
+
+
+class ClusterNotReadyError(RetryableError):
+    """The member cluster is not Ready, so a Work being deleted cannot clean up yet."""
+
+
+class FinalizerNotRemovedError(RetryableError):
+    """The Work kept changing while our finalizer was being removed; the Work is retried."""
+
+
+def _name(obj: JsonDict) -> str:
+    return str((obj.get("metadata") or {}).get("name"))
+
+
+class Deletion:
+    def __init__(
+        self,
+        ctx: AgentContext,
+        works: WorkInformer,
+        cluster: ClusterWatch,
+        writes: OwnWrites,
+        forget: Callable[[str], None],
+        log: Any,
+    ) -> None:
+        self.ctx = ctx
+        self.works = works
+        self.namespace = works.namespace
+        self.cluster = cluster
+        self.writes = writes
+        self.forget = forget
+        self.log = log
+        self.records = ctx.sources.records
+        self.guard = DeletionGuard(ctx, works, cluster)
+        # Works whose finalizer this process removes (or is removing): their deletion is ours.
+        self._finalized: set[str] = set()
+
+    async def reconcile(self, work: JsonDict, wlog: Any) -> Result | None:
+        """Clean up after a Work being deleted."""
+        name = _name(work)
+        if names.EXECUTION_CONTROLLER_FINALIZER not in (
+            (work.get("metadata") or {}).get("finalizers") or []
+        ):
+            objects = self.writes.objects_of(name)
+            if name not in self._finalized and objects:
+                self.report_orphaned(work, sorted(objects))
+            self.forget(name)
+            return None
+        if preserves_resources(work):
+            await self._release_objects(work, wlog)
+        elif self.cluster.ready:
+            wait = await self.guard.hold(work)
+            if wait is not None:
+                return Result(requeue_after=wait)
+            await self._delete_objects(work, wlog)
+        elif self.cluster.terminating:
+            wlog.info("cluster is being removed and not Ready; member objects left as they are")
+        else:
+            raise ClusterNotReadyError(
+                f"cluster {self.ctx.cluster_name} is not Ready; deletion of Work "
+                f"{self.namespace}/{name} waits for it"
+            )
+        self._finalized.add(name)
+        try:
+            await self._remove_finalizer(work, wlog)
+        except BaseException:
+            self._finalized.discard(name)
+            raise
+        self.forget(name)
+        await self.drop_record(name, wlog)
+        return None
+
+    async def drop_record(self, name: str, wlog: Any) -> None:
+        try:
+            await self.records.delete(name)
+        except KubeError as exc:
+            wlog.warning("Work record not deleted", error=str(exc))
+
+    # --- Works deleted without our cleanup ------------------------------------------------------
+
+    def work_gone(self, work: JsonDict) -> None:
+        """The Work is gone from the control plane: orphaned, unless we removed its finalizer."""
+        name = _name(work)
+        if name in self._finalized:
+            self._finalized.discard(name)
+            return
+        objects = self.writes.objects_of(name)
+        if objects or name in self.guard.held:
+            self.report_orphaned(work, sorted(objects))
+
+    async def settle_records(self) -> None:
+        """Records of Works that went while no agent watched (deleted behind our back, their
+        finalizer removed by someone else): the member objects still there are reported
+        orphaned, and the record goes."""
+        try:
+            recorded = await self.records.load()
+        except KubeError as exc:
+            self.log.warning("cannot read the Work records on the member", error=str(exc))
+            return
+        present = set(self.works.names())
+        for work in recorded:
+            name = _name(work)
+            if name in present:
+                continue
+            wlog = self.log.bind(work=f"{self.namespace}/{name}")
+            try:
+                left = await self._owned_objects(work, wlog)
+            except KubeError as exc:
+                wlog.warning("cannot check the objects of a vanished Work", error=str(exc))
+                continue
+            if left:
+                self.report_orphaned(work, sorted((gvr, ns, m.name) for m, gvr, ns, _ in left))
+            await self.drop_record(name, wlog)
+
+    def report_orphaned(self, work: JsonDict, objects: list[ObjectKey]) -> None:
+        described = ", ".join(
+            f"{gvr.resource} {namespace}/{name}" if namespace else f"{gvr.resource} {name}"
+            for gvr, namespace, name in objects
+        )
+        message = (
+            f"Work {self.namespace}/{_name(work)} was deleted without the agent's "
+            f"cleanup (finalizer {names.EXECUTION_CONTROLLER_FINALIZER} removed by someone "
+            f"else); its objects are left in the member cluster with Karmada's labels: "
+            f"{described or 'none known to this agent'}"
+        )
+        self.log.warning("Work deleted without cleanup; member objects orphaned", objects=described)
+        self.ctx.events.record(work, "Warning", EVENT_WORK_ORPHANED, message)
+        with contextlib.suppress(AttributeError):
+            self.ctx.metrics.works_orphaned.inc()
+
+    # --- the member objects and the finalizer ----------------------------------------------------
+
+    async def _owned_objects(self, work: JsonDict, wlog: Any) -> list[Owned]:
+        """(manifest, resource, namespace, live object) for each manifest whose member object
+        exists, is Karmada's, and points back at this Work."""
+        meta = work.get("metadata") or {}
+        work_namespace, work_name = str(meta.get("namespace")), str(meta.get("name"))
+        found = []
+        for item in manifests_of(work):
+            if isinstance(item, ManifestError):
+                continue
+            try:
+                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
+            except NoKindMatchError:
+                continue  # the member serves no such kind, so no such object exists there
+            namespace = item.namespace if info.namespaced else ""
+            try:
+                live = await self.ctx.member.get(info.gvr, item.name, namespace=namespace or None)
+            except (NotFoundError, InvalidNameError):
+                continue  # no such object, or a name no object can have
+            if not is_managed(live) or not belongs_to(live, work_namespace, work_name):
+                wlog.info("member object is not this Work's; left alone", object=item.description)
+                continue
+            found.append((item, info.gvr, namespace, live))
+        return found
+
+    async def _delete_objects(self, work: JsonDict, wlog: Any) -> None:
+        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
+            uid = str((live.get("metadata") or {}).get("uid") or "")
+            try:
+                await self.ctx.member.delete(
+                    gvr,
+                    manifest.name,
+                    namespace=namespace or None,
+                    propagation_policy="Background",
+                    preconditions={"uid": uid} if uid else None,
+                )
+                wlog.info("deleted member object", object=manifest.description)
+            except NotFoundError:
+                pass
+
+    async def _release_objects(self, work: JsonDict, wlog: Any) -> None:
+        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
+            patch = release_patch(live)
+            if patch is None:
+                continue
+            try:
+                await self.ctx.member.patch(
+                    gvr, manifest.name, patch, patch_type="merge", namespace=namespace or None
+                )
+                wlog.info("released member object", object=manifest.description)
+            except NotFoundError:
+                pass
+
+    async def _remove_finalizer(self, work: JsonDict, wlog: Any) -> None:
+        """Update the Work without our finalizer; on a conflict read it again and retry.
+        (The agent's RBAC allows update on works, not patch.)"""
+        current = work
+        for _ in range(FINALIZER_UPDATE_ATTEMPTS):
+            meta = current.get("metadata") or {}
+            finalizers = list(meta.get("finalizers") or [])
+            if names.EXECUTION_CONTROLLER_FINALIZER not in finalizers:
+                return
+            body = copy.deepcopy(current)
+            body["metadata"]["finalizers"] = [
+                f for f in finalizers if f != names.EXECUTION_CONTROLLER_FINALIZER
+            ]
+            body.pop("status", None)
+            try:
+                await self.ctx.karmada.replace(WORKS, body, namespace=self.namespace)
+                wlog.info("removed finalizer", finalizer=names.EXECUTION_CONTROLLER_FINALIZER)
+                return
+            except NotFoundError:
+                return
+            except ConflictError:
+                try:
+                    current = await self.ctx.karmada.get(
+                        WORKS, str(meta.get("name")), namespace=self.namespace
+                    )
+                except NotFoundError:
+                    return
+        raise FinalizerNotRemovedError("finalizer not removed: the Work kept changing")

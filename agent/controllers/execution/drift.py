@@ -1,0 +1,110 @@
+"""Drift detection: what this process's applies wrote, so that a change of a member object can be
+told apart from our own writes.
+
+Member-side watches (agent.sources.member_objects) report changes of Karmada's objects. An
+object whose resourceVersion is none our applies returned, or that was deleted, is drift: its
+Work goes back through reconcile, which puts it back. Applying identical content does not change
+the resourceVersion, so a re-apply does not feed itself, and a write of ours is never taken for
+drift, whichever manifest or Work made it. A change of status or write bookkeeping only (every
+rollout step) is not drift either.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+from agent.karmada.status import without_status
+from agent.kube.client import GVR
+
+JsonDict = dict[str, Any]
+# (resource, namespace or "", name) of a member object.
+ObjectKey = tuple[GVR, str, str]
+
+# resourceVersions remembered per object as our own writes (a reconcile writes an object once;
+# a few more cover takeovers between Works whose watch events arrive late).
+OWN_WRITES_KEPT = 8
+
+
+def object_key(gvr: GVR, obj: JsonDict) -> ObjectKey:
+    meta = obj.get("metadata") or {}
+    return gvr, str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+@dataclass
+class _Written:
+    """What our applies returned for one member object: the resourceVersions of our recent
+    writes, the latest content without status, and the Work whose reconcile wrote it last."""
+
+    versions: deque[str]
+    content: JsonDict
+    writer: str
+
+
+class OwnWrites:
+    """Our writes per member object, and the objects each Work applied (its current manifests
+    only)."""
+
+    def __init__(self) -> None:
+        self._written: dict[ObjectKey, _Written] = {}
+        self._objects_of: dict[str, set[ObjectKey]] = {}
+
+    def record(self, key: ObjectKey, work_name: str, applied: JsonDict) -> str | None:
+        """Remember what `work_name`'s apply returned; returns the Work that wrote the object
+        before, when that was another one (the object changed hands)."""
+        version = str((applied.get("metadata") or {}).get("resourceVersion") or "")
+        written = self._written.get(key)
+        if written is None:
+            written = _Written(deque(maxlen=OWN_WRITES_KEPT), {}, work_name)
+            self._written[key] = written
+        previous = written.writer
+        written.versions.append(version)
+        written.content = without_status(applied)
+        written.writer = work_name
+        return previous if previous != work_name else None
+
+    def writer(self, key: ObjectKey) -> str | None:
+        """The Work whose reconcile last applied the object."""
+        written = self._written.get(key)
+        return None if written is None else written.writer
+
+    def objects_of(self, work_name: str) -> set[ObjectKey]:
+        return set(self._objects_of.get(work_name, ()))
+
+    def remember(self, work_name: str, keys: set[ObjectKey]) -> None:
+        """Keep what we applied for the Work's current manifests only."""
+        for stale in self._objects_of.get(work_name, set()) - keys:
+            self._drop(stale, work_name)
+        self._objects_of[work_name] = set(keys)
+
+    def forget(self, work_name: str) -> set[ObjectKey]:
+        """Forget the Work's objects; returns them."""
+        keys = self._objects_of.pop(work_name, set())
+        for key in keys:
+            self._drop(key, work_name)
+        return keys
+
+    def _drop(self, key: ObjectKey, work_name: str) -> None:
+        """Forget an object the Work no longer applies, unless another Work wrote it since."""
+        written = self._written.get(key)
+        if written is not None and written.writer == work_name:
+            del self._written[key]
+
+    def is_drift(self, event_type: str, key: ObjectKey, obj: JsonDict) -> bool:
+        """Whether a watch event of a member object is a change to put back: the object was
+        deleted, or changed to something none of our writes returned. Objects this process has
+        not applied are left to their Work's own reconcile."""
+        written = self._written.get(key)
+        if written is None:
+            return False
+        if event_type == "DELETED":
+            return True
+        resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
+        if resource_version in written.versions:
+            return False  # one of our own writes
+        if without_status(obj) == written.content:
+            # Only status or write bookkeeping moved: nothing of ours to put back.
+            written.versions.append(resource_version)
+            return False
+        return True

@@ -1,0 +1,108 @@
+"""Drift: a change of a member object by someone else is put back; status-only changes and the
+agent's own writes are never taken for drift."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.karmada import names
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from tests.agent.controllers.harness import (
+    APPLIED_OK,
+    configmap,
+    deployment,
+    karmada_work,
+    running_pair,
+    settled_patches,
+)
+
+JsonDict = dict[str, Any]
+
+
+async def test_drift_is_put_back_from_watch_events() -> None:
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("drift", [configmap("drift", data={"k": "v"})]))
+        await pair.wait_work("drift", APPLIED_OK)
+        # Work list/watch once; no polling of the control plane.
+        works_lists = pair.cp.accounting.counts(verb="list", resource="works")
+
+        await pair.member_client.delete(CONFIGMAPS, "drift", namespace="default")
+        await pair.wait_member(CONFIGMAPS, "drift", what="deleted object recreated")
+
+        current = await pair.get_member(CONFIGMAPS, "drift")
+        current["data"] = {"k": "edited"}
+        await pair.member_client.replace(CONFIGMAPS, current)
+        await pair.wait_member(CONFIGMAPS, "drift", lambda o: o.get("data") == {"k": "v"})
+
+        await pair.idle(pair.execution)
+        patches = pair.member.accounting.counts(
+            verb="patch", resource="configmaps", namespace="default"
+        )
+        # A barrier: another Work goes through the same workers.
+        await pair.create_work(karmada_work("barrier", [configmap("barrier", "kube-public")]))
+        await pair.wait_work("barrier", APPLIED_OK)
+        await pair.idle(pair.execution)
+        # The settled object is not re-applied again and again.
+        assert (
+            pair.member.accounting.counts(verb="patch", resource="configmaps", namespace="default")
+            == patches
+        )
+        assert pair.cp.accounting.counts(verb="list", resource="works") == works_lists
+
+
+async def test_status_only_changes_are_not_taken_for_drift() -> None:
+    def ready(obj: JsonDict) -> bool:
+        return bool((obj.get("status") or {}).get("availableReplicas") == 2)
+
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("web", [deployment("web")]))
+        await pair.create_work(karmada_work("probe", [deployment("probe")]))
+        for name in ("web", "probe"):
+            await pair.wait_work(name, APPLIED_OK)
+            await pair.wait_member(DEPLOYMENTS, name, ready)
+        await pair.idle(pair.execution)
+        patches = pair.member.accounting.counts(verb="patch", resource="deployments")
+
+        # Another controller writes status only: nothing of ours changed.
+        web = await pair.get_member(DEPLOYMENTS, "web")
+        web["status"]["observedGeneration"] = web["metadata"]["generation"]
+        web["status"]["conditions"] = [{"type": "Available", "status": "True", "reason": "Seen"}]
+        await pair.member_client.update_status(DEPLOYMENTS, web, namespace="default")
+        # Then a real edit of another Deployment; its events follow on the same watch stream,
+        # so once it is put back the status event has been handled too.
+        probe = await pair.get_member(DEPLOYMENTS, "probe")
+        probe["spec"]["replicas"] = 5
+        await pair.member_client.replace(DEPLOYMENTS, probe)
+        await pair.wait_member(DEPLOYMENTS, "probe", lambda o: o["spec"]["replicas"] == 2)
+        await pair.idle(pair.execution)
+
+        assert pair.member.accounting.counts(verb="patch", resource="deployments") == patches + 1
+
+
+async def test_own_writes_of_two_manifests_are_not_drift() -> None:
+    """The agent writes one object twice in a reconcile (a Work carrying the same object under
+    two manifests that differ only in how the control plane rendered them is one example; two
+    Works taking it over one after the other with overwrite another): every resourceVersion our
+    applies returned is ours, whichever came last."""
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", APPLIED_OK)
+        overwrite = {names.CONFLICT_RESOLUTION_ANNOTATION: names.CONFLICT_OVERWRITE}
+        await pair.create_work(
+            karmada_work("a", [configmap("shared", data={"v": "a"})], annotations=overwrite)
+        )
+        await pair.wait_work("a", APPLIED_OK)
+        await pair.create_work(
+            karmada_work("b", [configmap("shared", data={"v": "b"})], annotations=overwrite)
+        )
+        await pair.wait_work("b", APPLIED_OK)
+        await pair.wait_member(CONFIGMAPS, "shared", lambda o: o["data"] == {"v": "b"})
+        settled = await settled_patches(pair)
+        await pair.create_work(karmada_work("barrier", [configmap("barrier", "kube-public")]))
+        await pair.wait_work("barrier", APPLIED_OK)
+        # Work a no longer owns the object: b took it over, and a is not re-applied for it.
+        assert await settled_patches(pair) == settled + 1
+        assert (await pair.get_member(CONFIGMAPS, "shared"))["data"] == {"v": "b"}
