@@ -1,11 +1,23 @@
-"""Waiting for a CSR's certificate against the emulated control plane (watch, GET fallback,
-denial, timeout), and certRotation staying idle when the credential is a token."""
+"""certRotation: when to rotate and how the kubeconfig is rewritten; the controller against an
+emulated control plane (idle with a token; rotation with and without the kubeconfig Secret, after
+a conflict, beside another identity's Secret, above the threshold); and end to end, certificates
+six seconds long rotated several times in one agent process.
+
+End to end: the control plane signs CSRs for at most six seconds and without backdating, the
+agent's only control-plane credential is such a certificate for system:karmada:agent:member1
+under the RBAC of deploy/control-plane, and the member holds the kubeconfig Secret that
+`register` writes. While the agent rotates again and again, Works are created, updated and
+deleted; every change must reach the member (no watch event lost), the Cluster must stay Ready,
+the Lease keep renewing, and the Secret must follow each new certificate.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -19,180 +31,156 @@ from prometheus_client import CollectorRegistry
 
 from agent.app import Agent
 from agent.certificates import (
-    CertificateRequestError,
+    Lifetime,
     Subject,
     certificate_lifetime,
-    new_private_key,
     public_key_matches,
-    request_certificate,
     serial_number,
     subject_of,
 )
 from agent.context import AgentContext
-from agent.controllers.cert_rotation import CertRotation, client_certificate_of
+from agent.controllers.cert_rotation import (
+    DRAIN_MAX,
+    CertRotation,
+    KubeconfigError,
+    client_certificate_of,
+    csr_name_prefix,
+    current_user,
+    drain_timeout_for,
+    replace_client_certificate,
+    should_rotate,
+)
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
-from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS, NAMESPACES, SECRETS
+from agent.kube.errors import NotFoundError, UnauthorizedError
+from agent.kube.resources import (
+    CERTIFICATE_SIGNING_REQUESTS,
+    CONFIGMAPS,
+    LEASES,
+    NAMESPACES,
+    SECRETS,
+)
 from agent.kube.transport import Transport
 from agent.metrics import AgentMetrics
-from agent.options import Options
+from agent.options import Options, parse_options
+from agent.resources import CLUSTERS, WORKS
 from bootstrap.register import kubeconfig_secret
 from emulator.controllers import Knobs
 from emulator.emulator import Emulator, run_emulator
-from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig
-from tests import polling
+from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
+from emulator.works import control_plane_work
+from tests.agent.test_certificates import CSR_PATH, T0, grant
+from tests.e2e.support import DEPLOY, client_for, condition, eventually, kubectl
 
-from .clusterenv import emulator_pair, kube_client
+from .clusterenv import emulator_pair
 
-CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
-WAITER = "csr-waiter"
+AGENT_USER = "system:karmada:agent:member1"
 
 
-async def _grant(emu: Emulator, user: str, verbs: list[str]) -> None:
-    role = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRole",
-        "metadata": {"name": f"{user}-csrs"},
-        "rules": [
+AGENT_GROUPS = ("system:karmada:agents",)
+
+
+CLUSTER = "member1"
+
+
+ES = f"karmada-es-{CLUSTER}"
+
+
+AGENT_SUBJECT = Subject(AGENT_USER, ("system:karmada:agents",))
+
+
+LIFETIME = timedelta(seconds=6)
+
+
+ROTATIONS = 3
+
+
+def test_should_rotate_at_or_under_the_threshold() -> None:
+    lifetime = Lifetime(T0, T0 + timedelta(seconds=100))
+    assert not should_rotate(lifetime, 0.2, T0 + timedelta(seconds=79))
+    assert should_rotate(lifetime, 0.2, T0 + timedelta(seconds=80))  # exactly 20% left
+    assert should_rotate(lifetime, 0.2, T0 + timedelta(seconds=200))
+
+
+def test_drain_cuts_old_streams_well_before_expiry() -> None:
+    year = Lifetime(T0, T0 + timedelta(days=365))
+    assert drain_timeout_for(year, T0 + timedelta(days=292)) == DRAIN_MAX
+    short = Lifetime(T0, T0 + timedelta(seconds=6))
+    drain = drain_timeout_for(short, T0 + timedelta(seconds=3))
+    assert 0 < drain < 3
+    assert drain_timeout_for(short, T0 + timedelta(seconds=10)) == 0.0
+
+
+def _kubeconfig(cert: bytes, key: bytes) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "karmada", "cluster": {"server": "https://k:6443"}}],
+        "users": [
+            {"name": "other", "user": {"token": "t0k3n"}},
             {
-                "apiGroups": ["certificates.k8s.io"],
-                "resources": ["certificatesigningrequests"],
-                "verbs": verbs,
-            }
+                "name": "member1",
+                "user": {
+                    "client-certificate-data": base64.b64encode(cert).decode(),
+                    "client-key-data": base64.b64encode(key).decode(),
+                },
+            },
         ],
+        "contexts": [
+            {"name": "ctx-other", "context": {"cluster": "karmada", "user": "other"}},
+            {"name": "member1@karmada", "context": {"cluster": "karmada", "user": "member1"}},
+        ],
+        "current-context": "member1@karmada",
     }
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1",
-        "kind": "ClusterRoleBinding",
-        "metadata": {"name": f"{user}-csrs"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": f"{user}-csrs",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    async with emu.client() as admin:
-        for path, body in (
-            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
-        ):
-            response = await admin.post(path, json=body)
-            assert response.status_code == 201, response.text
 
 
-@asynccontextmanager
-async def _waiter_client(emu: Emulator, tmp: Path, verbs: list[str]) -> AsyncIterator[KubeClient]:
-    await _grant(emu, WAITER, verbs)
-    async with kube_client(emu.write_kubeconfig(tmp / "waiter", user=WAITER)) as client:
-        yield client
+def test_replace_client_certificate_of_the_current_user_only() -> None:
+    original = _kubeconfig(b"OLD-CERT", b"OLD-KEY")
+    before = copy.deepcopy(original)
+    updated = replace_client_certificate(original, b"NEW-CERT", b"NEW-KEY")
+    assert original == before  # not mutated
+    name, user = current_user(updated)
+    assert name == "member1"
+    assert base64.b64decode(user["client-certificate-data"]) == b"NEW-CERT"
+    assert base64.b64decode(user["client-key-data"]) == b"NEW-KEY"
+    assert client_certificate_of(updated) == b"NEW-CERT"
+    # Everything else is as it was.
+    assert updated["users"][0] == before["users"][0]
+    for key in ("clusters", "contexts", "current-context", "apiVersion", "kind"):
+        assert updated[key] == before[key]
 
 
-async def _csr_created(emu: Emulator, name: str) -> dict[str, Any]:
-    async with emu.client() as admin:
-
-        async def created() -> dict[str, Any] | None:
-            response = await admin.get(f"{CSR_PATH}/{name}")
-            assert response.status_code in (200, 404), response.text
-            return response.json() if response.status_code == 200 else None
-
-        data: dict[str, Any] = await polling.eventually(created, what=f"CSR {name}")
-        return data
-
-
-async def _decide(emu: Emulator, name: str, decision: str) -> None:
-    csr = await asyncio.wait_for(_csr_created(emu, name), 5)
-    csr["status"] = {
-        "conditions": [
-            {"type": decision, "status": "True", "reason": "ByTest", "message": "decided by test"}
-        ]
-    }
-    async with emu.client() as admin:
-        response = await admin.put(f"{CSR_PATH}/{name}/approval", json=csr)
-        assert response.status_code == 200, response.text
+def test_replace_drops_file_references() -> None:
+    kubeconfig = _kubeconfig(b"C", b"K")
+    user = kubeconfig["users"][1]["user"]
+    user.pop("client-certificate-data")
+    user.pop("client-key-data")
+    user["client-certificate"] = "/etc/karmada/pki/agent.crt"
+    user["client-key"] = "/etc/karmada/pki/agent.key"
+    updated = replace_client_certificate(kubeconfig, b"NEW-CERT", b"NEW-KEY")
+    new_user = updated["users"][1]["user"]
+    assert set(new_user) == {"client-certificate-data", "client-key-data"}
 
 
-def _request(client: KubeClient, name: str, key_pem: bytes, timeout: float = 10.0) -> Any:
-    return asyncio.create_task(
-        request_certificate(
-            client,
-            name,
-            key_pem,
-            Subject(WAITER, ("testers",)),
-            expiration_seconds=3600,
-            timeout=timeout,
-        )
-    )
+def test_current_user_errors() -> None:
+    kubeconfig = _kubeconfig(b"C", b"K")
+    with pytest.raises(KubeconfigError, match="no current-context"):
+        current_user({**kubeconfig, "current-context": ""})
+    with pytest.raises(KubeconfigError, match="no context 'gone'"):
+        current_user({**kubeconfig, "current-context": "gone"})
+    with pytest.raises(KubeconfigError, match="no user 'member1'"):
+        current_user({**kubeconfig, "users": kubeconfig["users"][:1]})
+    token_only = {**kubeconfig, "current-context": "ctx-other"}
+    assert client_certificate_of(token_only) is None
 
 
-async def test_wait_for_certificate_uses_a_watch(tmp_path: Path) -> None:
-    async with (
-        run_emulator("karmada") as cp,
-        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
-    ):
-        key_pem = new_private_key()
-        task = _request(client, "waiter-watch", key_pem)
-        await _decide(cp, "waiter-watch", "Approved")
-        cert = await asyncio.wait_for(task, 10)
-        assert public_key_matches(cert, key_pem)
-        assert subject_of(cert) == Subject(WAITER, ("testers",))
-        assert cp.accounting.watches_opened(resource="certificatesigningrequests", user=WAITER) >= 1
-        # The created object starts the watch: no GET needed.
-        assert (
-            cp.accounting.counts(verb="get", resource="certificatesigningrequests", user=WAITER)
-            == 0
-        )
-
-
-async def test_wait_falls_back_to_get_when_watch_is_forbidden(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Upstream's register grants only get and create on CSRs.
-    caplog.set_level(logging.INFO, logger="agent.certificates")
-    async with (
-        run_emulator("karmada") as cp,
-        _waiter_client(cp, tmp_path, ["create", "get"]) as client,
-    ):
-        key_pem = new_private_key()
-        task = _request(client, "waiter-get", key_pem)
-        await _decide(cp, "waiter-get", "Approved")
-        cert = await asyncio.wait_for(task, 10)
-        assert public_key_matches(cert, key_pem)
-        assert (
-            cp.accounting.counts(verb="get", resource="certificatesigningrequests", user=WAITER)
-            >= 1
-        )
-        assert cp.accounting.watches_opened(resource="certificatesigningrequests", user=WAITER) == 0
-        assert "may not watch CertificateSigningRequests" in caplog.text
-
-
-async def test_denied_request_fails_at_once(tmp_path: Path) -> None:
-    async with (
-        run_emulator("karmada") as cp,
-        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
-    ):
-        task = _request(client, "waiter-denied", new_private_key(), timeout=30)
-        await _decide(cp, "waiter-denied", "Denied")
-        with pytest.raises(CertificateRequestError, match="waiter-denied was denied: ByTest"):
-            await asyncio.wait_for(task, 10)
-
-
-async def test_pending_request_times_out_with_a_hint(tmp_path: Path) -> None:
-    async with (
-        run_emulator("karmada") as cp,
-        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
-    ):
-        with pytest.raises(CertificateRequestError) as info:
-            await _request(client, "waiter-pending", new_private_key(), timeout=0.5)
-        message = str(info.value)
-        assert "no certificate for CertificateSigningRequest waiter-pending after 0.5s" in message
-        assert "still Pending" in message
-        assert "kubectl certificate approve waiter-pending" in message
-        csr = await client.get(CERTIFICATE_SIGNING_REQUESTS, "waiter-pending")
-        assert csr["spec"]["expirationSeconds"] == 3600
-
-
-# --- idle without a client certificate -----------------------------------------------------------
+def test_csr_name_prefix_falls_back_to_the_cluster_name() -> None:
+    assert csr_name_prefix("member1", "member1") == "member1"
+    assert csr_name_prefix("agent.member1", "member1") == "agent.member1"
+    assert csr_name_prefix("system:karmada:agent:member1", "member1") == "member1"
+    assert csr_name_prefix("Member1", "member1") == "member1"
+    assert csr_name_prefix(None, "member1") == "member1"
+    assert csr_name_prefix("x" * 250, "member1") == "member1"
 
 
 def _token_context(options: Options) -> AgentContext:
@@ -253,12 +241,6 @@ async def test_agent_with_a_token_runs_cert_rotation_idle(tmp_path: Path) -> Non
         assert listed["items"] == []
 
 
-# --- one rotation, driven by check_once: the Secret paths ----------------------------------------
-
-AGENT_USER = "system:karmada:agent:member1"
-AGENT_GROUPS = ("system:karmada:agents",)
-
-
 class _ConflictOnce(KubeClient):
     """A member client whose first PUT meets a concurrent writer (409 Conflict)."""
 
@@ -286,8 +268,14 @@ async def _rotation_env(
         run_emulator("karmada", knobs=knobs) as cp,
         run_emulator("member", name="member1") as member,
     ):
-        await _grant(cp, AGENT_USER, ["create", "get", "watch"])
-        await _grant_self_csr(cp, AGENT_USER)
+        await grant(cp, AGENT_USER, ["create", "get", "watch"])
+        await grant(
+            cp,
+            AGENT_USER,
+            ["create"],
+            resource="certificatesigningrequests/selfclusteragent",
+            role_name="self-csr",
+        )
         cert, key = cp.issue_client_cert(AGENT_USER, AGENT_GROUPS, lifetime=timedelta(seconds=30))
         kubeconfig = build_kubeconfig(
             cp.url,
@@ -331,39 +319,6 @@ async def _rotation_env(
         finally:
             await karmada.close()
             await member_client.close()
-
-
-async def _grant_self_csr(emu: Emulator, user: str) -> None:
-    async with emu.client() as admin:
-        role = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRole",
-            "metadata": {"name": "self-csr"},
-            "rules": [
-                {
-                    "apiGroups": ["certificates.k8s.io"],
-                    "resources": ["certificatesigningrequests/selfclusteragent"],
-                    "verbs": ["create"],
-                }
-            ],
-        }
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "self-csr"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": "self-csr",
-            },
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-        }
-        for path, body in (
-            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
-            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
-        ):
-            response = await admin.post(path, json=body)
-            assert response.status_code == 201, response.text
 
 
 def _stored_cert(secret: dict[str, Any]) -> bytes | None:
@@ -447,3 +402,234 @@ async def test_no_rotation_above_the_threshold(tmp_path: Path) -> None:
             "karmada_agent_client_certificate_expiration_seconds", {"member_cluster": "member1"}
         )
         assert expiry == certificate_lifetime(old_cert).not_after.timestamp()
+
+
+def _configmap(name: str, value: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"v": value},
+    }
+
+
+def _secret_certificate(secret: dict[str, Any]) -> bytes:
+    text = base64.b64decode(secret["data"]["karmada-kubeconfig"]).decode()
+    cert = client_certificate_of(yaml.safe_load(text))
+    assert cert is not None
+    return cert
+
+
+@pytest.mark.timeout(60)
+async def test_agent_keeps_syncing_across_rotations(tmp_path: Path) -> None:
+    knobs = Knobs(csr_max_duration=LIFETIME, csr_backdate=timedelta(0))
+    async with (
+        run_emulator(profile="karmada", name="karmada", knobs=knobs) as cp,
+        run_emulator(profile="member", name=CLUSTER) as member,
+    ):
+        cp_admin = cp.write_kubeconfig(tmp_path / "cp-admin")
+        member_admin = member.write_kubeconfig(tmp_path / "member-admin")
+        for target, tree in ((cp_admin, "control-plane"), (member_admin, "base")):
+            rendered = await kubectl(None, "kustomize", str(DEPLOY / tree))
+            await kubectl(target, "apply", "--server-side", "-f", "-", stdin=rendered)
+
+        admin = await client_for(cp_admin)
+        member_client = await client_for(member_admin)
+        first_cert, first_key = cp.issue_client_cert(
+            AGENT_USER, list(AGENT_SUBJECT.organizations), lifetime=LIFETIME
+        )
+        kubeconfig = build_kubeconfig(
+            cp.url,
+            cp.ca_pem,
+            cluster="karmada-apiserver",
+            user=CLUSTER,
+            client_cert_pem=first_cert,
+            client_key_pem=first_key,
+        )
+        agent_kubeconfig = write_kubeconfig(tmp_path / "karmada-agent", kubeconfig)
+        await member_client.create(
+            SECRETS,
+            kubeconfig_secret("karmada-system", dump_kubeconfig(kubeconfig)),
+            namespace="karmada-system",
+        )
+        options = parse_options(
+            [
+                f"--karmada-kubeconfig={agent_kubeconfig}",
+                f"--kubeconfig={member_admin}",
+                f"--cluster-name={CLUSTER}",
+                "--cluster-status-update-frequency=1s",
+                "--cluster-lease-duration=4s",
+                "--cert-rotation-checking-interval=250ms",
+                "--cert-rotation-remaining-time-threshold=0.5",
+                "--metrics-bind-address=0",
+                "--health-probe-bind-address=0",
+            ]
+        )
+        agent = Agent(options, stop_event=asyncio.Event(), install_signal_handlers=False)
+        task = asyncio.create_task(agent.run())
+        try:
+            await _exercise(agent, task, cp, admin, member_client, first_cert, first_key)
+        finally:
+            agent.stop_event.set()
+            code = await asyncio.wait_for(task, 30)
+            for client in (admin, member_client):
+                await client.close()
+        assert code == 0
+
+
+async def _exercise(
+    agent: Agent,
+    task: asyncio.Task[int],
+    cp: Any,
+    admin: KubeClient,
+    member_client: KubeClient,
+    first_cert: bytes,
+    first_key: bytes,
+) -> None:
+    def alive() -> None:
+        assert not task.done(), f"agent exited with {task.result()}"
+
+    async def cluster_ready() -> bool:
+        alive()
+        try:
+            cluster = await admin.get(CLUSTERS, CLUSTER)
+        except NotFoundError:
+            return False
+        ready = condition(cluster, "Ready")
+        return bool(ready and ready["status"] == "True")
+
+    await eventually(cluster_ready, timeout=15, what="Cluster Ready")
+    await asyncio.wait_for(agent.leading.wait(), 10)
+    assert agent.manager is not None
+    rotation = next(r for r in agent.manager.running if r.name == "certRotation")
+    assert isinstance(rotation, CertRotation)
+    assert rotation.running
+    work_lists = cp.accounting.counts(verb="list", resource="works", user=AGENT_USER)
+    work_watches = cp.accounting.watches_opened(resource="works", user=AGENT_USER)
+
+    async def member_value(name: str) -> str | None:
+        try:
+            live = await member_client.get(CONFIGMAPS, name, namespace="default")
+        except NotFoundError:
+            return None
+        return str(live["data"]["v"])
+
+    async def reaches(name: str, value: str | None) -> None:
+        async def check() -> bool:
+            alive()
+            return await member_value(name) == value if value else await member_value(name) is None
+
+        await eventually(check, timeout=10, what=f"ConfigMap {name} = {value}")
+
+    secret_serials: dict[int, bytes] = {serial_number(first_cert): first_cert}
+    deleted: list[str] = []
+    deadline = time.monotonic() + 30
+    i = 0
+    while rotation.rotations < ROTATIONS or len(secret_serials) < ROTATIONS + 1:
+        assert time.monotonic() < deadline, f"only {rotation.rotations} rotations"
+        name = f"cm-{i}"
+        await admin.create(
+            WORKS, control_plane_work(CLUSTER, name, [_configmap(name, "1")]), namespace=ES
+        )
+        await reaches(name, "1")
+        if i >= 1:
+            previous = f"cm-{i - 1}"
+            work = await admin.get(WORKS, previous, namespace=ES)
+            work["spec"]["workload"]["manifests"][0]["data"]["v"] = "2"
+            await admin.replace(WORKS, work, namespace=ES)
+            await reaches(previous, "2")
+        if i >= 2:
+            older = f"cm-{i - 2}"
+            await admin.delete(WORKS, older, namespace=ES)
+            await reaches(older, None)
+            deleted.append(older)
+        assert await cluster_ready(), "the Cluster left Ready during rotations"
+        secret = await member_client.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        cert = _secret_certificate(secret)
+        secret_serials.setdefault(serial_number(cert), cert)
+        i += 1
+
+    # Same process all along; each certificate in the Secret is new, for the same identity.
+    alive()
+    assert len(secret_serials) >= ROTATIONS + 1
+    assert all(subject_of(cert) == AGENT_SUBJECT for cert in secret_serials.values())
+    assert len(deleted) >= 1
+
+    # The Secret and the running agent end up on the same certificate.
+    async def secret_matches_memory() -> bool:
+        secret = await member_client.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        in_use = agent.karmada.transport.config.client_cert_pem if agent.karmada else None
+        return _secret_certificate(secret) == in_use
+
+    await eventually(secret_matches_memory, timeout=5, what="the Secret to hold the cert in use")
+
+    # The first certificate has expired: the agent lives on the rotated ones; the server
+    # answers 401, as kube-apiserver does for an expired client certificate.
+    assert agent.karmada is not None
+    in_use_config = agent.karmada.transport.config
+    first = KubeClient(Transport(in_use_config.with_client_certificate(first_cert, first_key)))
+    try:
+        with pytest.raises(UnauthorizedError):
+            await first.get(CLUSTERS, CLUSTER)
+    finally:
+        await first.close()
+    assert rotation.ctx.karmada.transport.config is in_use_config
+
+    # The heartbeat keeps renewing on the new certificates.
+    lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+
+    async def renewed() -> bool:
+        alive()
+        now = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+        return bool(now["spec"]["renewTime"] != lease["spec"]["renewTime"])
+
+    await eventually(renewed, timeout=5, what="the Lease to be renewed")
+
+    # Work watches were cut at each switch and resumed from their resourceVersion: no relist.
+    assert cp.accounting.counts(verb="list", resource="works", user=AGENT_USER) == work_lists
+
+    # (One shared Works watch: the resume after the last switch may still be in its delay.)
+    async def works_watches_resumed() -> bool:
+        opened = cp.accounting.watches_opened(resource="works", user=AGENT_USER)
+        return opened >= work_watches + 3
+
+    await eventually(
+        works_watches_resumed, timeout=10, what="a resumed Works watch after each switch"
+    )
+    assert cp.accounting.counts(verb="list", resource="works", user=AGENT_USER) == work_lists
+    # deploy/ grants watch on CSRs: every rotation waited on a watch, not by polling with GET.
+    csr_watches = cp.accounting.watches_opened(
+        resource="certificatesigningrequests", user=AGENT_USER
+    )
+    assert csr_watches >= rotation.rotations
+
+    # The rotation CSRs: named after the kubeconfig user, approved by Karmada's "self" rule.
+    csrs = [
+        c
+        for c in (await admin.list(CERTIFICATE_SIGNING_REQUESTS))["items"]
+        if c["spec"].get("username") == AGENT_USER
+    ]
+    assert len(csrs) >= rotation.rotations
+    for csr in csrs:
+        assert csr["metadata"]["name"].startswith(f"{CLUSTER}-")
+        assert csr["spec"]["signerName"] == "kubernetes.io/kube-apiserver-client"
+        assert csr["spec"]["expirationSeconds"] == 600  # six seconds, raised to the API minimum
+        approved = condition(csr, "Approved")
+        assert approved is not None
+        assert approved["reason"] == "AutoApproved"
+
+    # Metrics: rotations counted, expiry of the certificate in use exported.
+    registry = agent.registry
+    success = registry.get_sample_value(
+        "karmada_agent_client_certificate_rotations_total",
+        {"member_cluster": CLUSTER, "result": "success"},
+    )
+    assert success is not None
+    assert success >= ROTATIONS
+    in_use = agent.karmada.transport.config.client_cert_pem if agent.karmada else None
+    assert in_use is not None
+    expiry = registry.get_sample_value(
+        "karmada_agent_client_certificate_expiration_seconds", {"member_cluster": CLUSTER}
+    )
+    assert expiry is not None
+    assert abs(expiry - certificate_lifetime(in_use).not_after.timestamp()) <= LIFETIME.seconds

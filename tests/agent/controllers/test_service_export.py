@@ -1,9 +1,9 @@
-"""serviceExport and endpointsliceCollect end to end: emulated control plane and member, the
-member's EndpointSlices kept by its emulated EndpointSlice controller."""
+"""serviceExport end to end: emulated control plane and member, the member's EndpointSlices kept
+by its emulated EndpointSlice controller. Whether serviceExport and endpointsliceCollect are on
+by default, as upstream."""
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from agent.karmada import collected, names
@@ -13,6 +13,7 @@ from agent.options import Options, resolve_feature_gates
 from agent.resources import SERVICE_EXPORTS, WORKS
 
 from .harness import (
+    APPLIED_OK,
     EXEC_NS,
     Pair,
     eventually,
@@ -22,7 +23,6 @@ from .harness import (
 )
 
 JsonDict = dict[str, Any]
-APPLIED_OK = has_condition(names.WORK_APPLIED, "True", names.REASON_APPLIED_SUCCESSFUL)
 
 
 def app(name: str, replicas: int = 2) -> list[JsonDict]:
@@ -252,103 +252,9 @@ def _build(pair: Pair, name: str) -> Any:
     return load_builders([name]).builders[name](pair.ctx)
 
 
-def multi_cluster_service_work(name: str) -> JsonDict:
-    mcs = {
-        "apiVersion": collected.MULTI_CLUSTER_SERVICE_API_VERSION,
-        "kind": "MultiClusterService",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {"types": ["CrossCluster"]},
-    }
-    # As the control plane's MultiClusterService controller writes it: dispatch-suspended.
-    work = karmada_work(
-        names.generate_work_name("MultiClusterService", name, "default"), [mcs], suspend=True
-    )
-    work["metadata"]["labels"].update(
-        {collected.MCS_NAMESPACE_LABEL: "default", collected.MCS_NAME_LABEL: name}
-    )
-    return work
-
-
-async def test_multicluster_service_collects_slices_suppressed_and_shares_works() -> None:
-    async with running_pair("execution", "serviceExport", "endpointsliceCollect") as pair:
-        await pair.create_work(karmada_work("web", list(app("web"))))
-        await pair.wait_work("web", APPLIED_OK)
-        await pair.create_work(multi_cluster_service_work("web"))
-
-        works = await eventually(
-            ready_count(pair, "web", collected.MULTI_CLUSTER_SERVICE, 2), bool, what="collected"
-        )
-        work = works[0]
-        labels = work["metadata"]["labels"]
-        assert labels[collected.PROPAGATION_INSTRUCTION_LABEL] == "suppressed"
-        assert labels[collected.WORK_MANAGED_BY_LABEL] == "MultiClusterService"
-        assert "suspendDispatching" not in work["spec"]
-        manifest = work["spec"]["workload"]["manifests"][0]
-        # Carried as the member has it: not marked as a Karmada workload.
-        assert names.WORK_NAME_ANNOTATION not in manifest["metadata"].get("annotations", {})
-        assert "uid" not in manifest["metadata"]
-        # The execution controller never applies a suppressed Work, nor writes its status.
-        assert "status" not in (await pair.get_work(work["metadata"]["name"]))
-        slice_name = manifest["metadata"]["name"]
-        assert (await pair.member_client.get(ENDPOINT_SLICES, slice_name, namespace="default"))[
-            "metadata"
-        ]["labels"]["endpointslice.kubernetes.io/managed-by"] == "endpointslice-controller.k8s.io"
-
-        # Exporting the same Service: one Work, both reporters named in managed-by.
-        await pair.create_work(karmada_work("web-export", [service_export("web")]))
-
-        async def shared() -> JsonDict | None:
-            current = await pair.get_work(work["metadata"]["name"])
-            return (
-                current
-                if collected.managers(current)
-                == {
-                    "MultiClusterService",
-                    "ServiceExport",
-                }
-                else None
-            )
-
-        both = await eventually(shared, bool, what="Work reported by both")
-        assert both["metadata"]["labels"]["endpointslice.karmada.io/name"] == "web"
-
-        # The export goes: the Work stays for the MultiClusterService, without the export's marks.
-        await pair.karmada.delete(WORKS, "web-export", namespace=EXEC_NS)
-
-        async def only_mcs() -> JsonDict | None:
-            current = await pair.get_work(work["metadata"]["name"])
-            return current if collected.managers(current) == {"MultiClusterService"} else None
-
-        left = await eventually(only_mcs, bool, what="export's mark withdrawn")
-        assert "endpointslice.karmada.io/name" not in left["metadata"]["labels"]
-        assert not left["metadata"].get("deletionTimestamp")
-
-
 def test_controllers_enabled_as_upstream() -> None:
     assert "serviceExport" in Options().enabled_controllers()
     assert "endpointsliceCollect" not in Options().enabled_controllers()
     gated = Options(feature_gates=resolve_feature_gates({"MultiClusterService": True}))
     assert {"serviceExport", "endpointsliceCollect"} <= gated.enabled_controllers()
     assert "serviceExport" not in Options(controllers=("*", "-serviceExport")).enabled_controllers()
-
-
-def test_withdrawn_keeps_other_reporters() -> None:
-    eps = {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {"name": "s", "namespace": "ns", "labels": {"kubernetes.io/service-name": "a"}},
-        "addressType": "IPv4",
-    }
-    first = collected.desired_work(eps, collected.MULTI_CLUSTER_SERVICE, "karmada-es-m", None)
-    both = collected.desired_work(
-        eps, collected.SERVICE_EXPORT, "karmada-es-m", copy.deepcopy(first)
-    )
-    assert collected.managers(both) == {"MultiClusterService", "ServiceExport"}
-    assert both["metadata"]["finalizers"] == [
-        "karmada.io/mcs-endpointslice-dispatch-controller",
-        "karmada.io/endpointslice-controller",
-    ]
-    remaining = collected.withdrawn(both, collected.SERVICE_EXPORT)
-    assert remaining is not None
-    assert collected.managers(remaining) == {"MultiClusterService"}
-    assert collected.withdrawn(first, collected.MULTI_CLUSTER_SERVICE) is None

@@ -1,10 +1,16 @@
-"""agent.certificates and the pure parts of certRotation: lifetime math, requests, kubeconfigs."""
+"""agent.certificates: lifetimes, keys, requests and issued certificates, and waiting for a CSR's
+certificate against the emulated control plane (watch, GET fallback, denial, timeout)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import copy
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,21 +36,25 @@ from agent.certificates import (
     public_key_matches,
     random_suffix,
     remaining_fraction,
+    request_certificate,
     subject_of,
 )
-from agent.controllers.cert_rotation import (
-    DRAIN_MAX,
-    KubeconfigError,
-    client_certificate_of,
-    csr_name_prefix,
-    current_user,
-    drain_timeout_for,
-    replace_client_certificate,
-    should_rotate,
-)
+from agent.kube.client import KubeClient
+from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
+from emulator.emulator import Emulator, run_emulator
+from tests import polling
+from tests.agent.controllers.clusterenv import kube_client
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
 AGENT = Subject("system:karmada:agent:member1", ("system:karmada:agents",))
+
+
+CSR_PATH = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+
+
+WAITER = "csr-waiter"
 
 
 def make_cert(
@@ -67,9 +77,6 @@ def make_cert(
         .sign(key, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM)
-
-
-# --- lifetimes ---------------------------------------------------------------------------------
 
 
 def test_remaining_fraction_is_share_of_lifetime_left() -> None:
@@ -95,22 +102,6 @@ def test_lifetime_over_a_bundle_is_the_intersection() -> None:
     assert lifetime.remaining_fraction(T0 + timedelta(days=6)) == pytest.approx(0.5)
 
 
-def test_should_rotate_at_or_under_the_threshold() -> None:
-    lifetime = Lifetime(T0, T0 + timedelta(seconds=100))
-    assert not should_rotate(lifetime, 0.2, T0 + timedelta(seconds=79))
-    assert should_rotate(lifetime, 0.2, T0 + timedelta(seconds=80))  # exactly 20% left
-    assert should_rotate(lifetime, 0.2, T0 + timedelta(seconds=200))
-
-
-def test_drain_cuts_old_streams_well_before_expiry() -> None:
-    year = Lifetime(T0, T0 + timedelta(days=365))
-    assert drain_timeout_for(year, T0 + timedelta(days=292)) == DRAIN_MAX
-    short = Lifetime(T0, T0 + timedelta(seconds=6))
-    drain = drain_timeout_for(short, T0 + timedelta(seconds=3))
-    assert 0 < drain < 3
-    assert drain_timeout_for(short, T0 + timedelta(seconds=10)) == 0.0
-
-
 def test_expiration_seconds_respects_the_api_minimum() -> None:
     assert expiration_seconds_for(timedelta(days=365)) == 31_536_000
     assert expiration_seconds_for(timedelta(seconds=6)) == MIN_EXPIRATION_SECONDS == 600
@@ -121,9 +112,6 @@ def test_unparsable_certificate() -> None:
         certificate_lifetime(b"not a certificate")
     with pytest.raises(CertificateError):
         certificate_lifetime(b"")
-
-
-# --- keys and requests -------------------------------------------------------------------------
 
 
 def test_rotation_key_is_ecdsa_p256_and_request_copies_subject() -> None:
@@ -202,76 +190,145 @@ def test_issued_certificate_states() -> None:
         issued_certificate(failed)
 
 
-# --- kubeconfig rewriting ----------------------------------------------------------------------
-
-
-def _kubeconfig(cert: bytes, key: bytes) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "karmada", "cluster": {"server": "https://k:6443"}}],
-        "users": [
-            {"name": "other", "user": {"token": "t0k3n"}},
-            {
-                "name": "member1",
-                "user": {
-                    "client-certificate-data": base64.b64encode(cert).decode(),
-                    "client-key-data": base64.b64encode(key).decode(),
-                },
-            },
-        ],
-        "contexts": [
-            {"name": "ctx-other", "context": {"cluster": "karmada", "user": "other"}},
-            {"name": "member1@karmada", "context": {"cluster": "karmada", "user": "member1"}},
-        ],
-        "current-context": "member1@karmada",
+async def grant(
+    emu: Emulator,
+    user: str,
+    verbs: list[str],
+    *,
+    resource: str = "certificatesigningrequests",
+    role_name: str | None = None,
+) -> None:
+    """Let `user` use `verbs` on CSRs (or on `resource`, a subresource of them) through a
+    ClusterRole `role_name` (default <user>-csrs) and its binding."""
+    name = role_name or f"{user}-csrs"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": [resource], "verbs": verbs}],
     }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    async with emu.client() as admin:
+        for path, body in (
+            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+        ):
+            response = await admin.post(path, json=body)
+            assert response.status_code == 201, response.text
 
 
-def test_replace_client_certificate_of_the_current_user_only() -> None:
-    original = _kubeconfig(b"OLD-CERT", b"OLD-KEY")
-    before = copy.deepcopy(original)
-    updated = replace_client_certificate(original, b"NEW-CERT", b"NEW-KEY")
-    assert original == before  # not mutated
-    name, user = current_user(updated)
-    assert name == "member1"
-    assert base64.b64decode(user["client-certificate-data"]) == b"NEW-CERT"
-    assert base64.b64decode(user["client-key-data"]) == b"NEW-KEY"
-    assert client_certificate_of(updated) == b"NEW-CERT"
-    # Everything else is as it was.
-    assert updated["users"][0] == before["users"][0]
-    for key in ("clusters", "contexts", "current-context", "apiVersion", "kind"):
-        assert updated[key] == before[key]
+@asynccontextmanager
+async def _waiter_client(emu: Emulator, tmp: Path, verbs: list[str]) -> AsyncIterator[KubeClient]:
+    await grant(emu, WAITER, verbs)
+    async with kube_client(emu.write_kubeconfig(tmp / "waiter", user=WAITER)) as client:
+        yield client
 
 
-def test_replace_drops_file_references() -> None:
-    kubeconfig = _kubeconfig(b"C", b"K")
-    user = kubeconfig["users"][1]["user"]
-    user.pop("client-certificate-data")
-    user.pop("client-key-data")
-    user["client-certificate"] = "/etc/karmada/pki/agent.crt"
-    user["client-key"] = "/etc/karmada/pki/agent.key"
-    updated = replace_client_certificate(kubeconfig, b"NEW-CERT", b"NEW-KEY")
-    new_user = updated["users"][1]["user"]
-    assert set(new_user) == {"client-certificate-data", "client-key-data"}
+async def _csr_created(emu: Emulator, name: str) -> dict[str, Any]:
+    async with emu.client() as admin:
+
+        async def created() -> dict[str, Any] | None:
+            response = await admin.get(f"{CSR_PATH}/{name}")
+            assert response.status_code in (200, 404), response.text
+            return response.json() if response.status_code == 200 else None
+
+        data: dict[str, Any] = await polling.eventually(created, what=f"CSR {name}")
+        return data
 
 
-def test_current_user_errors() -> None:
-    kubeconfig = _kubeconfig(b"C", b"K")
-    with pytest.raises(KubeconfigError, match="no current-context"):
-        current_user({**kubeconfig, "current-context": ""})
-    with pytest.raises(KubeconfigError, match="no context 'gone'"):
-        current_user({**kubeconfig, "current-context": "gone"})
-    with pytest.raises(KubeconfigError, match="no user 'member1'"):
-        current_user({**kubeconfig, "users": kubeconfig["users"][:1]})
-    token_only = {**kubeconfig, "current-context": "ctx-other"}
-    assert client_certificate_of(token_only) is None
+async def _decide(emu: Emulator, name: str, decision: str) -> None:
+    csr = await asyncio.wait_for(_csr_created(emu, name), 5)
+    csr["status"] = {
+        "conditions": [
+            {"type": decision, "status": "True", "reason": "ByTest", "message": "decided by test"}
+        ]
+    }
+    async with emu.client() as admin:
+        response = await admin.put(f"{CSR_PATH}/{name}/approval", json=csr)
+        assert response.status_code == 200, response.text
 
 
-def test_csr_name_prefix_falls_back_to_the_cluster_name() -> None:
-    assert csr_name_prefix("member1", "member1") == "member1"
-    assert csr_name_prefix("agent.member1", "member1") == "agent.member1"
-    assert csr_name_prefix("system:karmada:agent:member1", "member1") == "member1"
-    assert csr_name_prefix("Member1", "member1") == "member1"
-    assert csr_name_prefix(None, "member1") == "member1"
-    assert csr_name_prefix("x" * 250, "member1") == "member1"
+def _request(client: KubeClient, name: str, key_pem: bytes, timeout: float = 10.0) -> Any:
+    return asyncio.create_task(
+        request_certificate(
+            client,
+            name,
+            key_pem,
+            Subject(WAITER, ("testers",)),
+            expiration_seconds=3600,
+            timeout=timeout,
+        )
+    )
+
+
+async def test_wait_for_certificate_uses_a_watch(tmp_path: Path) -> None:
+    async with (
+        run_emulator("karmada") as cp,
+        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
+    ):
+        key_pem = new_private_key()
+        task = _request(client, "waiter-watch", key_pem)
+        await _decide(cp, "waiter-watch", "Approved")
+        cert = await asyncio.wait_for(task, 10)
+        assert public_key_matches(cert, key_pem)
+        assert subject_of(cert) == Subject(WAITER, ("testers",))
+        assert cp.accounting.watches_opened(resource="certificatesigningrequests", user=WAITER) >= 1
+        # The created object starts the watch: no GET needed.
+        assert (
+            cp.accounting.counts(verb="get", resource="certificatesigningrequests", user=WAITER)
+            == 0
+        )
+
+
+async def test_wait_falls_back_to_get_when_watch_is_forbidden(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Upstream's register grants only get and create on CSRs.
+    caplog.set_level(logging.INFO, logger="agent.certificates")
+    async with (
+        run_emulator("karmada") as cp,
+        _waiter_client(cp, tmp_path, ["create", "get"]) as client,
+    ):
+        key_pem = new_private_key()
+        task = _request(client, "waiter-get", key_pem)
+        await _decide(cp, "waiter-get", "Approved")
+        cert = await asyncio.wait_for(task, 10)
+        assert public_key_matches(cert, key_pem)
+        assert (
+            cp.accounting.counts(verb="get", resource="certificatesigningrequests", user=WAITER)
+            >= 1
+        )
+        assert cp.accounting.watches_opened(resource="certificatesigningrequests", user=WAITER) == 0
+        assert "may not watch CertificateSigningRequests" in caplog.text
+
+
+async def test_denied_request_fails_at_once(tmp_path: Path) -> None:
+    async with (
+        run_emulator("karmada") as cp,
+        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
+    ):
+        task = _request(client, "waiter-denied", new_private_key(), timeout=30)
+        await _decide(cp, "waiter-denied", "Denied")
+        with pytest.raises(CertificateRequestError, match="waiter-denied was denied: ByTest"):
+            await asyncio.wait_for(task, 10)
+
+
+async def test_pending_request_times_out_with_a_hint(tmp_path: Path) -> None:
+    async with (
+        run_emulator("karmada") as cp,
+        _waiter_client(cp, tmp_path, ["create", "get", "watch"]) as client,
+    ):
+        with pytest.raises(CertificateRequestError) as info:
+            await _request(client, "waiter-pending", new_private_key(), timeout=0.5)
+        message = str(info.value)
+        assert "no certificate for CertificateSigningRequest waiter-pending after 0.5s" in message
+        assert "still Pending" in message
+        assert "kubectl certificate approve waiter-pending" in message
+        csr = await client.get(CERTIFICATE_SIGNING_REQUESTS, "waiter-pending")
+        assert csr["spec"]["expirationSeconds"] == 3600
