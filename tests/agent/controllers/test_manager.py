@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tomllib
+from pathlib import Path
 from typing import Any, cast
 
 from agent.context import AgentContext, Runnable
-from agent.controllers import load_builders
+from agent.controllers import CONTROLLER_MODULES, load_builders
 from agent.controllers.manager import ControllerManager
 from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
@@ -44,6 +46,15 @@ def test_registry_builds_every_upstream_controller() -> None:
 def test_registry_builds_only_enabled() -> None:
     assert load_builders(set()).builders == {}
     assert "clusterStatus" not in load_builders({"execution"}).builders
+
+
+def test_the_independence_contract_names_every_controller() -> None:
+    """pyproject.toml's import-linter contract that keeps the controllers from importing each
+    other lists exactly the controllers of the registry."""
+    pyproject = Path(__file__).resolve().parents[3] / "pyproject.toml"
+    contracts = tomllib.loads(pyproject.read_text())["tool"]["importlinter"]["contracts"]
+    [independence] = [c for c in contracts if c["type"] == "independence"]
+    assert sorted(independence["modules"]) == sorted(CONTROLLER_MODULES.values())
 
 
 async def test_manager_order_failures_and_bounded_stop() -> None:
