@@ -116,7 +116,7 @@ class AgentMetrics:
             "after it had answered).",
             registry=registry,
         )
-        # Outage-safe deletion (agent.controllers.deletion_guard) and Works deleted behind our back.
+        # Outage-safe deletion (agent.controllers.execution.deletion_guard) and Works deleted behind our back.
         self.work_deletions_held = Gauge(
             "karmada_agent_work_deletions_held",
             "Works whose deletion is held after a control-plane outage longer than the cluster "

@@ -274,7 +274,7 @@ class Options:
     rate_limiter_max_delay: timedelta = timedelta(seconds=1000)
     rate_limiter_qps: int = 10
     rate_limiter_bucket_size: int = 100
-    # Outage-safe deletion (ours): see agent.controllers.deletion_guard.
+    # Outage-safe deletion (ours): see agent.controllers.execution.deletion_guard.
     work_deletion_grace_period: timedelta = timedelta(minutes=10)
     work_deletion_hold_threshold: float = 0.5
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: resolve_feature_gates({}))
