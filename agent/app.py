@@ -32,7 +32,7 @@ from agent.connections import (
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
 from agent.events import EventRecorder
-from agent.karmada.names import execution_namespace, leader_election_id
+from agent.karmada.names import leader_election_id
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
@@ -44,12 +44,11 @@ from agent.kube.resources import NAMESPACES
 from agent.kube.transport import Transport
 from agent.logs import bind_contextvars, get_logger
 from agent.metrics import AgentMetrics
-from agent.offline import OfflineServing
+from agent.offline import OfflineServing, serve_recorded
 from agent.options import Options
 from agent.registration import RegistrationError, RegistrationResult, register
 from agent.serving import Serving
-from agent.sources import Sources, live_sources, offline_sources, work_records
-from agent.sources.recorded import RecordedWorks
+from agent.sources import Sources, live_sources
 
 if TYPE_CHECKING:
     from agent.tunnel.tunnel import Tunnel
@@ -272,23 +271,9 @@ class Agent:
         assert self.karmada is not None
         assert self.member is not None
         self._offline_tried = True
-        records = work_records(self.member, self.options)
-        try:
-            recorded = await records.load()
-        except KubeError as exc:
-            self.log.warning("cannot read the Work records on the member", error=str(exc))
-            recorded = []
-        if not recorded:
-            self.log.info("no recorded Works to serve while the control plane is unreachable")
-            return
-        works = RecordedWorks(
-            self.karmada, execution_namespace(self.options.cluster_name), recorded
+        self.offline = await serve_recorded(
+            self.karmada, self.member, self.options, self._new_context
         )
-        sources = offline_sources(
-            self.karmada, self.member, self.options, records=records, works=works
-        )
-        self.offline = OfflineServing(self._new_context(sources), works)
-        await self.offline.start()
 
     async def _end_offline(self) -> None:
         """Stop serving the record; report the status it queued, one write per Work."""

@@ -10,17 +10,47 @@ Work (`report`) before the normal controllers start, which then find nothing lef
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agent.context import AgentContext
 from agent.controllers import load_builders
 from agent.controllers.manager import ControllerManager
+from agent.karmada.names import execution_namespace
 from agent.kube.client import KubeClient
+from agent.kube.errors import KubeError
 from agent.logs import get_logger
+from agent.options import Options
+from agent.sources import Sources, offline_sources, work_records
 from agent.sources.recorded import RecordedWorks
 
 log = get_logger(__name__)
 
 # The controllers that serve recorded Works: the others need the control plane.
 OFFLINE_CONTROLLERS = ("execution", "workStatus")
+
+
+async def serve_recorded(
+    karmada: KubeClient,
+    member: KubeClient,
+    options: Options,
+    context: Callable[[Sources], AgentContext],
+) -> OfflineServing | None:
+    """Start serving the Works recorded on the member, on a context that `context` builds on
+    the offline sources; None when there are none (or they cannot be read)."""
+    records = work_records(member, options)
+    try:
+        recorded = await records.load()
+    except KubeError as exc:
+        log.warning("cannot read the Work records on the member", error=str(exc))
+        recorded = []
+    if not recorded:
+        log.info("no recorded Works to serve while the control plane is unreachable")
+        return None
+    works = RecordedWorks(karmada, execution_namespace(options.cluster_name), recorded)
+    sources = offline_sources(karmada, member, options, records=records, works=works)
+    serving = OfflineServing(context(sources), works)
+    await serving.start()
+    return serving
 
 
 class OfflineServing:
