@@ -18,6 +18,7 @@ from agent.options import (
     OptionsError,
     format_duration,
     parse_options,
+    start_warnings,
 )
 from agent.version import VERSION, build_info
 
@@ -53,12 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     if options.verbosity >= 1:
         log.info("flags", **describe_options(options))
-    if options.ignored_flags:
-        log.warning(
-            "ignoring klog flags this agent does not use", flags=list(options.ignored_flags)
-        )
-    if options.enable_pprof:
-        log.warning("--enable-pprof has no effect: this agent has no pprof endpoint")
+    for warning in start_warnings(options):
+        log.warning(warning)
 
     try:
         run = _load_run()

@@ -2,16 +2,16 @@
 
 Flags follow the Go agent (pflag syntax: `--flag=value` and `--flag value`, bools as `--flag` or
 `--flag=false`, string lists comma-separated and repeatable, durations like "10s" or "16m40s").
-Deliberate differences from upstream, all stricter or safer:
+A value upstream accepts is accepted here too, and means what it means upstream (a non-positive
+`--cluster-api-qps`, `--rate-limiter-*` or `--concurrent-cluster-syncs` falls back to upstream's
+default, `None` among other `--report-secrets` values is ignored). Refused are only the values
+with which upstream would fail later or silently misbehave (`REFUSED_WHERE_UPSTREAM_MISBEHAVES`
+lists them; docs/differences-from-upstream.md says why for each). Deliberate differences:
 
 - certRotation is on by default (upstream: off). It only acts when the Karmada credential is a
   client certificate; `--controllers=*,-certRotation` turns it off.
-- `--cluster-status-update-frequency` and `--cluster-lease-duration` must be positive (upstream
-  accepts 0, which makes its loops spin), and `--cluster-lease-renew-interval-fraction` must be below 1.
-- Unknown controller names, feature gates and `--report-secrets` values are refused instead of ignored;
-  endpoints, proxy address, namespaces, provider/region/zones, QPS/burst, worker counts and
-  leader-election timings are checked at start instead of failing later.
-- `--log-format` (auto|json|console) is ours; klog's file-logging flags are accepted and ignored.
+- `--log-format`, `--leader-elect-lease-cluster` and the outage-safe deletion flags are ours;
+  klog's file-logging flags are accepted and ignored (with a warning at start).
 """
 
 from __future__ import annotations
@@ -155,14 +155,15 @@ class FeatureGate:
     affects_agent: bool = False
 
 
-# karmada's pkg/features gate set as the agent registers it (docs/command-line-flags/karmada-agent.md).
+# The gates karmada-agent registers: karmada's pkg/features DefaultFeatureGates (names, stages
+# and defaults as there) plus the AllAlpha/AllBeta switches every Kubernetes gate set has.
 FEATURE_GATES: Mapping[str, FeatureGate] = {
     gate.name: gate
     for gate in (
         FeatureGate("AllAlpha", False, "ALPHA"),
         FeatureGate("AllBeta", False, "BETA"),
         FeatureGate("ContextualLogging", True, "BETA"),
-        FeatureGate("ControllerPriorityQueue", True, "BETA", affects_agent=True),
+        FeatureGate("ControllerPriorityQueue", True, "BETA"),
         FeatureGate("CustomizedClusterResourceModeling", True, "BETA", affects_agent=True),
         FeatureGate("Failover", False, "BETA"),
         FeatureGate("FederatedQuotaEnforcement", False, "ALPHA"),
@@ -171,10 +172,9 @@ FEATURE_GATES: Mapping[str, FeatureGate] = {
         FeatureGate("LoggingBetaOptions", True, "BETA"),
         FeatureGate("MultiClusterService", False, "ALPHA", affects_agent=True),
         FeatureGate("MultiplePodTemplatesScheduling", False, "ALPHA"),
-        FeatureGate("PriorityBasedScheduling", False, "ALPHA"),
+        FeatureGate("PriorityBasedScheduling", True, "BETA"),
         FeatureGate("PropagateDeps", True, "BETA"),
         FeatureGate("PropagationPolicyPreemption", False, "ALPHA"),
-        FeatureGate("RawDynamicInformer", True, "ALPHA"),
         FeatureGate("ResourceQuotaEstimate", False, "ALPHA"),
         FeatureGate("SchedulingOvercommitProtection", False, "ALPHA"),
         FeatureGate("StatefulFailoverInjection", False, "ALPHA"),
@@ -447,17 +447,13 @@ def validate(options: Options) -> list[str]:
     if o.tunnel_enabled:
         _check_tunnel(o, check)
 
-    for flag, qps in (("kube-api-qps", o.kube_api_qps), ("cluster-api-qps", o.cluster_api_qps)):
-        check(flag, None if qps > 0 else "must be greater than 0")
-    for flag, count in (
-        ("kube-api-burst", o.kube_api_burst),
-        ("cluster-api-burst", o.cluster_api_burst),
-        ("concurrent-cluster-syncs", o.concurrent_cluster_syncs),
-        ("concurrent-work-syncs", o.concurrent_work_syncs),
-        ("rate-limiter-qps", o.rate_limiter_qps),
-        ("rate-limiter-bucket-size", o.rate_limiter_bucket_size),
-    ):
-        check(flag, None if count > 0 else "must be greater than 0")
+    # The values below are accepted by upstream's flag parsing but break its agent at run time;
+    # each is listed, with what upstream would do, in REFUSED_WHERE_UPSTREAM_MISBEHAVES.
+    check("kube-api-qps", None if o.kube_api_qps > 0 else "must be greater than 0")
+    check("kube-api-burst", None if o.kube_api_burst > 0 else "must be greater than 0")
+    check(
+        "concurrent-work-syncs", None if o.concurrent_work_syncs > 0 else "must be greater than 0"
+    )
 
     zero = timedelta(0)
     for flag, period in (
@@ -467,16 +463,10 @@ def validate(options: Options) -> list[str]:
         ("cert-rotation-checking-interval", o.cert_rotation_checking_interval),
     ):
         check(flag, None if period > zero else "must be greater than 0")
-    for flag, duration in (
-        ("cluster-success-threshold", o.cluster_success_threshold),
-        ("cluster-failure-threshold", o.cluster_failure_threshold),
-        ("resync-period", o.resync_period),
-        ("rate-limiter-base-delay", o.rate_limiter_base_delay),
-        ("work-deletion-grace-period", o.work_deletion_grace_period),
-    ):
-        check(flag, None if duration >= zero else "must be greater than or equal to 0")
-    if o.rate_limiter_max_delay < o.rate_limiter_base_delay:
-        check("rate-limiter-max-delay", "must not be less than --rate-limiter-base-delay")
+    check(
+        "work-deletion-grace-period",
+        None if o.work_deletion_grace_period >= zero else "must be greater than or equal to 0",
+    )
     for flag, fraction in (
         ("cluster-lease-renew-interval-fraction", o.cluster_lease_renew_interval_fraction),
         ("cert-rotation-remaining-time-threshold", o.cert_rotation_remaining_time_threshold),
@@ -507,7 +497,6 @@ def validate(options: Options) -> list[str]:
             parse_bind_address(address)
         except ValueError as exc:
             check(flag, str(exc))
-    check("v", None if o.verbosity >= 0 else "must be greater than or equal to 0")
     check("log-format", None if o.log_format in LOG_FORMATS else f"must be one of {LOG_FORMATS}")
     check("controllers", _controllers_problem(o.controllers))
     unknown_gates = sorted(set(o.feature_gates) - set(FEATURE_GATES))
@@ -564,9 +553,94 @@ def _report_secrets_problem(kinds: Sequence[str]) -> str | None:
     for kind in kinds:
         if kind not in (*REPORT_SECRET_KINDS, "None"):
             return f"unknown value {kind!r}: use KubeCredentials, KubeImpersonator, both, or None"
-    if "None" in kinds and len(kinds) > 1:
-        return "'None' cannot be combined with other values"
     return None
+
+
+# Values upstream's flag parsing accepts that are refused here, and what upstream's agent would
+# do with them (docs/differences-from-upstream.md has the same list).
+REFUSED_WHERE_UPSTREAM_MISBEHAVES: Mapping[str, str] = {
+    "--cluster-status-update-frequency=0": "the cluster status is reported once at start and "
+    "then only when the Cluster's spec changes (a zero requeue means no requeue)",
+    "--cluster-lease-duration=0": "the heartbeat Lease is renewed in a loop without pause",
+    "--cluster-cache-sync-timeout=0 (or less)": "the member's Node and Pod caches never count "
+    "as synced, so the cluster status never has node or resource summaries",
+    "--cert-rotation-checking-interval=0 (or less)": "the certificate is checked once at start "
+    "and then only when the Cluster's spec changes: it expires unrotated",
+    "--cert-rotation-remaining-time-threshold outside (0, 1)": "at 1 or more a new certificate is "
+    "requested at every check; at 0 or less only once the certificate has expired",
+    "--kube-api-qps=0 (or less), --kube-api-burst=0 (or less)": "every request to the control "
+    "plane fails once the first burst is spent (the token bucket never refills)",
+    "--concurrent-work-syncs=0 (or less)": "workStatus runs no worker for member-object changes, "
+    "so the status of applied objects is never updated",
+    "--report-secrets with an unknown value": "the value is ignored, so a misspelt "
+    "KubeCredentials silently reports nothing",
+    "--controllers with an unknown name": "the name is ignored, so a misspelt -execution "
+    "silently leaves the controller running",
+    "a namespace flag that is not a DNS-1123 label, a --cluster-api-endpoint, "
+    "--proxy-server-address, --cluster-provider, --cluster-region or --cluster-zones value the "
+    "Cluster API refuses": "registration or leader election fails at run time instead",
+    "an empty zone in --cluster-zones": "spec.zones gets an empty zone name",
+}
+
+
+def _apply_upstream_fallbacks(values: dict[str, Any]) -> dict[str, Any]:
+    """Where upstream's agent replaces a non-positive value by a default, so do we: the member
+    client's rate limits (40 QPS, burst 60), the work queues' rate limiter (5ms, 1000s, 10, 100)
+    and controller-runtime's one worker for --concurrent-cluster-syncs. Negative resync periods,
+    thresholds and verbosity behave as 0 there, and are made 0 here."""
+    defaults = Options()
+    zero = timedelta(0)
+    for name in (
+        "cluster_api_qps",
+        "cluster_api_burst",
+        "rate_limiter_base_delay",
+        "rate_limiter_max_delay",
+        "rate_limiter_qps",
+        "rate_limiter_bucket_size",
+    ):
+        value = values.get(name)
+        if value is not None and value <= (zero if isinstance(value, timedelta) else 0):
+            values[name] = getattr(defaults, name)
+    if values.get("concurrent_cluster_syncs", 1) <= 0:
+        values["concurrent_cluster_syncs"] = 1
+    for name in ("resync_period", "cluster_success_threshold", "cluster_failure_threshold"):
+        if values.get(name, zero) < zero:
+            values[name] = zero
+    if values.get("verbosity", 0) < 0:
+        values["verbosity"] = 0
+    return values
+
+
+def start_warnings(options: Options) -> list[str]:
+    """What the agent says once at start about flags it accepts but cannot apply as upstream."""
+    warnings: list[str] = []
+    defaults = Options()
+    if options.ignored_flags:
+        warnings.append(
+            "ignoring klog flags this agent does not use: " + ", ".join(options.ignored_flags)
+        )
+    if options.enable_pprof or options.profiling_bind_address != defaults.profiling_bind_address:
+        warnings.append(
+            "--enable-pprof and --profiling-bind-address have no effect: this agent has no pprof "
+            "endpoint"
+        )
+    if options.concurrent_cluster_syncs != defaults.concurrent_cluster_syncs:
+        warnings.append(
+            f"--concurrent-cluster-syncs={options.concurrent_cluster_syncs} has no effect: the "
+            "agent syncs one Cluster, its own, one pass at a time (as upstream's agent does "
+            "whatever the value)"
+        )
+    if options.resync_period > timedelta(0):
+        warnings.append(
+            f"--resync-period={format_duration(options.resync_period)} has no effect: the "
+            "agent's watches deliver every change, and drift and health flow from them"
+        )
+    if "None" in options.report_secrets and len(options.report_secrets) > 1:
+        warnings.append(
+            "--report-secrets: 'None' is ignored next to other values (as upstream does); "
+            f"reporting {', '.join(k for k in options.report_secrets if k != 'None')}"
+        )
+    return warnings
 
 
 def _controllers_problem(entries: Sequence[str]) -> str | None:
@@ -953,6 +1027,7 @@ _KLOG_BOOL_FLAGS = (
     "add-dir-header",
     "alsologtostderr",
     "legacy-stderr-threshold-behavior",
+    "log-json-split-stream",
     "log-text-split-stream",
     "logtostderr",
     "one-output",
@@ -966,6 +1041,7 @@ _KLOG_VALUE_FLAGS = (
     "log-file",
     "log-file-max-size",
     "log-flush-frequency",
+    "log-json-info-buffer-size",
     "log-text-info-buffer-size",
     "logging-format",
     "stderrthreshold",
@@ -1083,7 +1159,7 @@ def parse_options(argv: Sequence[str]) -> Options:
         f.name: getattr(namespace, f.name) for f in fields(Options) if hasattr(namespace, f.name)
     }
     values["feature_gates"] = resolve_feature_gates(values.get("feature_gates") or {})
-    options = Options(**values)
+    options = Options(**_apply_upstream_fallbacks(values))
     problems = validate(options)
     if problems:
         raise OptionsError(problems)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import re
+import subprocess
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,15 +15,18 @@ from agent.options import (
     CONTROLLERS,
     FEATURE_GATES,
     FLAGS,
+    REFUSED_WHERE_UPSTREAM_MISBEHAVES,
     BindAddress,
     ControllerSelection,
     HelpRequested,
     Options,
     OptionsError,
+    build_parser,
     format_duration,
     parse_bind_address,
     parse_duration,
     parse_options,
+    start_warnings,
 )
 
 # karmada-agent's flags and defaults as upstream documents them (docs/command-line-flags/
@@ -96,10 +103,9 @@ UPSTREAM_GATE_DEFAULTS = {
     "LoggingBetaOptions": True,
     "MultiClusterService": False,
     "MultiplePodTemplatesScheduling": False,
-    "PriorityBasedScheduling": False,
+    "PriorityBasedScheduling": True,
     "PropagateDeps": True,
     "PropagationPolicyPreemption": False,
-    "RawDynamicInformer": True,
     "ResourceQuotaEstimate": False,
     "SchedulingOvercommitProtection": False,
     "StatefulFailoverInjection": False,
@@ -326,7 +332,6 @@ def test_klog_flags_are_accepted_and_recorded() -> None:
             ["--cluster-name=a", "--cluster-lease-renew-interval-fraction=1"],
             "--cluster-lease-renew-interval-fraction",
         ),
-        (["--cluster-name=a", "--cluster-success-threshold=-1s"], "--cluster-success-threshold"),
         (["--cluster-name=a", "--cluster-api-endpoint=10.0.0.1:6443"], "--cluster-api-endpoint"),
         (["--cluster-name=a", "--cluster-api-endpoint=https://"], "--cluster-api-endpoint"),
         (
@@ -344,14 +349,20 @@ def test_klog_flags_are_accepted_and_recorded() -> None:
         (["--cluster-name=a", "--cluster-zones=ok,-bad"], "--cluster-zones"),
         (["--cluster-name=a", "--cluster-zones=a,,b"], "--cluster-zones"),
         (["--cluster-name=a", "--report-secrets=KubeCredential"], "--report-secrets"),
-        (["--cluster-name=a", "--report-secrets=None,KubeCredentials"], "--report-secrets"),
         (["--cluster-name=a", "--kube-api-qps=0"], "--kube-api-qps"),
-        (["--cluster-name=a", "--cluster-api-qps=-1"], "--cluster-api-qps"),
         (["--cluster-name=a", "--kube-api-burst=0"], "--kube-api-burst"),
-        (["--cluster-name=a", "--cluster-api-burst=-3"], "--cluster-api-burst"),
+        (["--cluster-name=a", "--kube-api-qps=-1"], "--kube-api-qps"),
+        (["--cluster-name=a", "--cluster-lease-duration=0"], "--cluster-lease-duration"),
+        (["--cluster-name=a", "--cluster-cache-sync-timeout=0"], "--cluster-cache-sync-timeout"),
+        (
+            ["--cluster-name=a", "--cert-rotation-checking-interval=0"],
+            "--cert-rotation-checking-interval",
+        ),
+        (
+            ["--cluster-name=a", "--cert-rotation-remaining-time-threshold=0"],
+            "--cert-rotation-remaining-time-threshold",
+        ),
         (["--cluster-name=a", "--concurrent-work-syncs=0"], "--concurrent-work-syncs"),
-        (["--cluster-name=a", "--rate-limiter-qps=0"], "--rate-limiter-qps"),
-        (["--cluster-name=a", "--rate-limiter-max-delay=1ms"], "--rate-limiter-max-delay"),
         (["--cluster-name=a", "--controllers=*,nope"], "--controllers"),
         (["--cluster-name=a", "--controllers=-*"], "--controllers"),
         (["--cluster-name=a", "--feature-gates=Nope=true"], "--feature-gates"),
@@ -367,7 +378,6 @@ def test_klog_flags_are_accepted_and_recorded() -> None:
         (["--cluster-name=a", "--metrics-bind-address=8080"], "--metrics-bind-address"),
         (["--cluster-name=a", "--health-probe-bind-address=:70000"], "--health-probe-bind-address"),
         (["--cluster-name=a", "--health-probe-bind-address=::1:80"], "--health-probe-bind-address"),
-        (["--cluster-name=a", "--v=-1"], "--v"),
         (["--cluster-name=a", "--v=x"], "--v"),
         (["--cluster-name=a", "--log-format=xml"], "--log-format"),
         (["--cluster-name=a", "--leader-elect=maybe"], "--leader-elect"),
@@ -427,3 +437,116 @@ def test_help_lists_every_flag_with_upstream_defaults() -> None:
         "(default 40)",
     ):
         assert fragment in text, fragment
+
+
+# --- values upstream accepts ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "attribute", "effective"),
+    [
+        # Upstream's member-client rate limiter falls back to 40/60 (util.ClusterRateLimiterGetter).
+        ("cluster-api-qps", "0", "cluster_api_qps", 40.0),
+        ("cluster-api-qps", "-1", "cluster_api_qps", 40.0),
+        ("cluster-api-burst", "-3", "cluster_api_burst", 60),
+        # ratelimiterflag.Options.SetDefaults.
+        ("rate-limiter-qps", "0", "rate_limiter_qps", 10),
+        ("rate-limiter-bucket-size", "-1", "rate_limiter_bucket_size", 100),
+        ("rate-limiter-base-delay", "-5ms", "rate_limiter_base_delay", timedelta(milliseconds=5)),
+        ("rate-limiter-max-delay", "0", "rate_limiter_max_delay", timedelta(seconds=1000)),
+        # controller-runtime runs one worker for a non-positive concurrency.
+        ("concurrent-cluster-syncs", "0", "concurrent_cluster_syncs", 1),
+        # Negative thresholds, resync periods and verbosity act as 0 upstream.
+        ("cluster-success-threshold", "-1s", "cluster_success_threshold", timedelta(0)),
+        ("cluster-failure-threshold", "-2s", "cluster_failure_threshold", timedelta(0)),
+        ("resync-period", "-1m", "resync_period", timedelta(0)),
+        ("v", "-1", "verbosity", 0),
+    ],
+)
+def test_values_upstream_replaces_are_replaced_the_same_way(
+    flag: str, value: str, attribute: str, effective: Any
+) -> None:
+    assert getattr(parse(f"--{flag}={value}"), attribute) == effective
+
+
+def test_a_max_delay_below_the_base_delay_is_accepted_as_upstream() -> None:
+    options = parse("--rate-limiter-base-delay=10ms", "--rate-limiter-max-delay=1ms")
+    assert options.rate_limiter_max_delay == timedelta(milliseconds=1)
+
+
+def test_none_next_to_other_report_secrets_is_ignored_as_upstream() -> None:
+    options = parse("--report-secrets=None,KubeCredentials")
+    assert options.report_kube_credentials is True
+    assert options.report_kube_impersonator is False
+    assert any("'None' is ignored" in w for w in start_warnings(options))
+    assert parse("--report-secrets=None").report_kube_credentials is False
+
+
+def test_every_refusal_of_an_upstream_value_is_documented() -> None:
+    doc = (
+        Path(__file__).resolve().parents[2] / "docs" / "differences-from-upstream.md"
+    ).read_text()
+    for case, consequence in REFUSED_WHERE_UPSTREAM_MISBEHAVES.items():
+        assert case in doc, case
+        assert consequence in " ".join(doc.split()), consequence
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--enable-pprof"], "--enable-pprof and --profiling-bind-address have no effect"),
+        (["--profiling-bind-address=:7070"], "no pprof endpoint"),
+        (["--concurrent-cluster-syncs=9"], "--concurrent-cluster-syncs=9 has no effect"),
+        (["--resync-period=30s"], "--resync-period=30s has no effect"),
+        (["--log-json-split-stream", "--vmodule=x=2"], "--log-json-split-stream, --vmodule"),
+    ],
+)
+def test_flags_that_cannot_apply_are_warned_about_at_start(argv: list[str], fragment: str) -> None:
+    assert any(fragment in warning for warning in start_warnings(parse(*argv)))
+
+
+def test_no_warning_with_the_defaults() -> None:
+    assert start_warnings(parse()) == []
+
+
+# --- the real upstream binary ---------------------------------------------------------------
+
+_HELP_FLAG = re.compile(r"^\s+(?:-\w, )?--([\w-]+)(?: (\S+))?\s{2,}(.*)$")
+# klog/component-base flags and --feature-gates: accepted, listed outside FLAGS.
+_UPSTREAM_LOGGING_FLAGS = {
+    "add-dir-header", "alsologtostderr", "alsologtostderrthreshold",
+    "legacy-stderr-threshold-behavior", "log-backtrace-at", "log-dir", "log-file",
+    "log-file-max-size", "log-flush-frequency", "log-json-info-buffer-size",
+    "log-json-split-stream", "log-text-info-buffer-size", "log-text-split-stream",
+    "logging-format", "logtostderr", "one-output", "skip-headers", "skip-log-headers",
+    "stderrthreshold", "vmodule",
+}  # fmt: skip
+
+
+def _upstream_help() -> str:
+    binary = Path(os.environ.get("KARMADA_UPSTREAM_BIN", "")) / "karmada-agent"
+    if not os.environ.get("KARMADA_UPSTREAM_BIN") or not binary.exists():
+        pytest.skip("KARMADA_UPSTREAM_BIN is not set (or has no karmada-agent): cannot ask it")
+    done = subprocess.run([str(binary), "--help"], capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr
+
+
+def test_upstream_binary_parses_exactly_our_flag_set() -> None:
+    names = {m.group(1) for line in _upstream_help().splitlines() if (m := _HELP_FLAG.match(line))}
+    ours = {flag.name for flag in FLAGS} - set(OUR_FLAGS)
+    assert names - {"help"} == ours | _UPSTREAM_LOGGING_FLAGS
+    parser_flags = {
+        option.lstrip("-")
+        for action in build_parser()._actions
+        for option in action.option_strings
+        if option.startswith("--")
+    }
+    assert names <= parser_flags
+
+
+def test_upstream_binary_has_our_feature_gate_table() -> None:
+    listed = re.findall(
+        r"^\s+(\w+)=true\|false \((ALPHA|BETA) - default=(true|false)\)", _upstream_help(), re.M
+    )
+    gates = {name: (stage, default == "true") for name, stage, default in listed}
+    assert gates == {name: (g.stage, g.default) for name, g in FEATURE_GATES.items()}
