@@ -3,12 +3,17 @@
 `run(options)` is what `karmada-agent` runs. It returns the exit code: 0 after SIGTERM/SIGINT
 (controllers stopped, leadership released, clients closed), 1 when start-up fails.
 
-Leader election uses a Lease on the member cluster by default (--leader-elect-lease-cluster):
-the replicas share that cluster, and it stays reachable when the control plane is not, so a
-control-plane outage costs no leadership. A replica that does lose leadership (always possible
-with the Lease on the control plane) stops its controllers at once and campaigns again; it never
-exits for it. (controller-runtime's manager exits instead, and the pod's restart backoff, up to
-5 minutes, then delays the agent on exactly the clusters whose link comes and goes.)
+Leader election uses upstream's Lease by default: `karmada-agent-<cluster>` in
+--leader-elect-resource-namespace on the control plane, the one upstream's Go agent holds, so a
+rolling replacement in either direction (Go agent -> this one, and back) never has two leaders.
+A replica that loses leadership stops its controllers at once and campaigns again; it never exits
+for it. (controller-runtime's manager exits instead, and the pod's restart backoff, up to 5
+minutes, then delays the agent on exactly the clusters whose link comes and goes.)
+
+With --leader-elect-lease-cluster=member the Lease lives on the member, which the replicas share
+and which stays reachable when the control plane is not, so an outage costs no leadership. Before
+it campaigns there, a replica waits until the control-plane Lease is released or expired: an
+upstream agent still leading is never joined by a second leader (docs/migration.md).
 """
 
 from __future__ import annotations
@@ -324,6 +329,7 @@ class Agent:
         o = self.options
         on_member = o.leader_elect_lease_cluster == "member"
         client = self.member if on_member else self.karmada
+        leader_metrics = self.metrics.client
         config = LeaderElectionConfig(
             namespace=o.leader_elect_resource_namespace,
             name=leader_election_id(o.cluster_name),
@@ -335,6 +341,8 @@ class Agent:
         lease = f"{config.namespace}/{config.name}"
         if on_member:
             await self._ensure_namespace(client, config.namespace)
+            if await self._until_stopped(self._honour_upstream_lease(config)) is None:
+                return EXIT_OK
         loop = asyncio.get_running_loop()
         while True:
             self.elector = LeaderElector(
@@ -342,6 +350,7 @@ class Agent:
                 config,
                 on_started_leading=lambda: self._lead(ctx, shared),
                 on_new_leader=lambda holder: self.log.info("leader observed", leader=holder),
+                metrics=leader_metrics,
             )
             self.log.info(
                 "campaigning for leadership",
@@ -385,6 +394,30 @@ class Agent:
             )
             return EXIT_FAILURE
         return EXIT_OK
+
+    async def _honour_upstream_lease(self, config: LeaderElectionConfig) -> bool:
+        """With the Lease on the member: wait while the control-plane Lease of the same name
+        (where upstream's agent elects its leader) has a live holder, so that an upstream agent
+        still running is never joined by a second leader."""
+        assert self.karmada is not None
+        elector = LeaderElector(
+            self.karmada, config, on_started_leading=_never_leads, on_new_leader=self._waiting_for
+        )
+        await elector.wait_until_free()
+        if elector.leader and elector.leader != self.identity:
+            self.log.info(
+                "control-plane leader-election Lease is free; campaigning on the member",
+                lease=f"{config.namespace}/{config.name}",
+            )
+        return True
+
+    def _waiting_for(self, holder: str) -> None:
+        if holder != self.identity:
+            self.log.info(
+                "another agent (an upstream karmada-agent?) leads on the control-plane Lease; "
+                "waiting until it is released or expires",
+                leader=holder,
+            )
 
     async def _ensure_namespace(self, client: KubeClient, namespace: str) -> None:
         """The Lease's namespace on the member: where the agent runs, so normally present;
@@ -465,6 +498,10 @@ class Agent:
             if client is not None:
                 with contextlib.suppress(Exception):
                     await client.close()
+
+
+async def _never_leads() -> None:
+    raise AssertionError("wait_until_free never leads")
 
 
 async def run(

@@ -203,9 +203,10 @@ DEFAULT_TUNNEL_DOMAIN = "karmada-tunnel.invalid"
 # The stock proxy-server answers pings more frequent than this with GOAWAY (too_many_pings).
 MIN_TUNNEL_KEEPALIVE = timedelta(seconds=30)
 LOG_FORMATS = ("auto", "json", "console")
-# Where the leader-election Lease lives: the member cluster (default: local to the replicas and
-# reachable while the control plane is not) or the Karmada control plane (upstream's place).
-LEASE_CLUSTERS = ("member", "karmada")
+# Where the leader-election Lease lives: the Karmada control plane (default: upstream's place, so
+# upstream agents and this one elect one leader among them) or the member cluster (reachable while
+# the control plane is not).
+LEASE_CLUSTERS = ("karmada", "member")
 LogFormat = Literal["auto", "json", "console"]
 
 
@@ -278,9 +279,9 @@ class Options:
     work_deletion_grace_period: timedelta = timedelta(minutes=10)
     work_deletion_hold_threshold: float = 0.5
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: resolve_feature_gates({}))
-    # Leader election (a Lease on the member by default; on the control plane as upstream).
+    # Leader election (a Lease on the control plane as upstream, or on the member).
     leader_elect: bool = True
-    leader_elect_lease_cluster: str = "member"
+    leader_elect_lease_cluster: str = "karmada"
     leader_elect_resource_namespace: str = DEFAULT_AGENT_NAMESPACE
     leader_elect_lease_duration: timedelta = timedelta(seconds=15)
     leader_elect_renew_deadline: timedelta = timedelta(seconds=10)
@@ -964,10 +965,12 @@ FLAGS: tuple[_Flag, ...] = (
           "Elect a leader among replicas before running controllers (registration runs in every "
           "replica)."),
     _Flag("leader-elect-lease-cluster", "str", _LEADER,
-          "Where the leader-election Lease lives: 'member' (default; the replicas share the "
-          "member cluster, which stays reachable when the control plane is not, so an outage "
-          "costs no leadership) or 'karmada' (the control plane, as upstream). Not an upstream "
-          "flag."),
+          "Where the leader-election Lease lives: 'karmada' (the control plane, as upstream: "
+          "upstream agents and this one elect one leader among them, so a rolling replacement "
+          "in either direction never runs two) or 'member' (the member cluster, which stays "
+          "reachable when the control plane is not, so an outage costs no leadership; a "
+          "replica waits for the control-plane Lease to be free before it campaigns). Not an "
+          "upstream flag."),
     _Flag("leader-elect-resource-namespace", "str", _LEADER,
           "Namespace of the leader-election Lease (in the cluster --leader-elect-lease-cluster "
           "names)."),

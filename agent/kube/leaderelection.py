@@ -16,11 +16,11 @@ import inspect
 import random
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
-from agent.kube.errors import ConflictError, KubeError, NotFoundError
+from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
 from agent.logs import get_logger
 from agent.timefmt import micro_time
@@ -57,6 +57,14 @@ OnStarted = Callable[[], Coroutine[Any, Any, None]]
 OnStopped = Callable[[], Awaitable[None] | None]
 
 
+class LeaderMetrics(Protocol):
+    """client-go's leader metric (leader_election_master_status{name}): 1 while leading."""
+
+    def leader_on(self, name: str) -> None: ...
+
+    def leader_off(self, name: str) -> None: ...
+
+
 class LeaderElector:
     def __init__(
         self,
@@ -68,9 +76,13 @@ class LeaderElector:
         on_new_leader: Callable[[str], None] | None = None,
         clock: Clock = REAL_CLOCK,
         wall_clock: Callable[[], datetime.datetime] | None = None,
+        metrics: LeaderMetrics | None = None,
     ) -> None:
         self.client = client
         self.config = config
+        self._metrics = metrics
+        if metrics is not None:
+            metrics.leader_off(config.name)
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._on_new_leader = on_new_leader
@@ -97,20 +109,27 @@ class LeaderElector:
         """Campaign until leading, lead until the lease is lost, then return. Cancelling it
         stops leading (and releases the lease when configured)."""
         leading: asyncio.Task[None] | None = None
+        renew: asyncio.Task[None] | None = None
         try:
             await self._acquire()
+            if self._metrics is not None:
+                self._metrics.leader_on(self.config.name)
             leading = asyncio.create_task(self._on_started(), name="leading")
             renew = asyncio.create_task(self._renew_loop(), name="lease-renew")
             done, _ = await asyncio.wait({leading, renew}, return_when=asyncio.FIRST_COMPLETED)
-            if renew not in done:
-                renew.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await renew
             if leading in done and not leading.cancelled() and leading.exception() is not None:
                 log.error("leader callback failed: %s", leading.exception())
         finally:
+            # Renewals end first, also when run() itself is cancelled: a renewal after the
+            # release below would take the Lease again for a leader that has stopped.
+            if renew is not None and not renew.done():
+                renew.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renew
             was_leader = self._is_leader
             self._is_leader = False
+            if self._metrics is not None:
+                self._metrics.leader_off(self.config.name)
             if leading is not None and not leading.done():
                 leading.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -121,6 +140,41 @@ class LeaderElector:
                 outcome = self._on_stopped()
                 if inspect.isawaitable(outcome):
                     await outcome
+
+    async def wait_until_free(self) -> None:
+        """Wait, without writing, until the Lease is missing, released, ours, or not renewed
+        for its leaseDurationSeconds on our clock: the moment a candidate could acquire it.
+        Used to honour a Lease that another program's candidates hold (upstream's agent) before
+        leading on a different Lease. A Lease we may not read is not waited for."""
+        cfg = self.config
+        while True:
+            try:
+                lease = await self.client.get(LEASES, cfg.name, namespace=cfg.namespace)
+            except NotFoundError:
+                return
+            except ForbiddenError as exc:
+                log.warning(
+                    "may not read lease %s/%s, so cannot wait for its holder: %s",
+                    cfg.namespace,
+                    cfg.name,
+                    exc,
+                )
+                return
+            except KubeError as exc:
+                log.debug("reading lease failed: %s", exc)
+            else:
+                self._observe(lease)
+                if self._acquirable():
+                    return
+            await self._clock.sleep(cfg.retry_period)
+
+    def _acquirable(self) -> bool:
+        """Whether the observed record lets us acquire: no live holder other than us."""
+        record = self._observed_record or {}
+        holder = str(record.get("holderIdentity") or "")
+        duration = float(record.get("leaseDurationSeconds") or self.config.lease_duration)
+        valid = self._observed_at + duration > self._clock.now()
+        return not (holder and holder != self.config.identity and valid)
 
     async def _acquire(self) -> None:
         while True:
@@ -213,9 +267,7 @@ class LeaderElector:
         self._observe(lease)
         record = self._observed_record or {}
         holder = str(record.get("holderIdentity") or "")
-        duration = float(record.get("leaseDurationSeconds") or cfg.lease_duration)
-        valid = self._observed_at + duration > self._clock.now()
-        if holder and holder != cfg.identity and valid:
+        if not self._acquirable():
             self._is_leader = False
             return False
         transitions = int(record.get("leaseTransitions") or 0)

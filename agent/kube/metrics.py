@@ -67,6 +67,22 @@ class PrometheusMetrics:
             registry=registry,
         )
 
+        self.leader_status = Gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, 0 indicates "
+            "backup, 1 indicates master. 'name' is the string used to identify the lease. Please "
+            "make sure to group by name.",
+            ["name"],
+            registry=registry,
+        )
+
+    # LeaderMetrics
+    def leader_on(self, name: str) -> None:
+        self.leader_status.labels(name=name).set(1)
+
+    def leader_off(self, name: str) -> None:
+        self.leader_status.labels(name=name).set(0)
+
     # RequestMetrics
     def observe(self, *, method: str, host: str, code: str, seconds: float) -> None:
         self.requests.labels(code=code, method=method, host=host).inc()

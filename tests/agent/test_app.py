@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from agent.app import EXIT_FAILURE, EXIT_OK, Agent
+from agent.kube.client import KubeClient
+from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
 from agent.options import Options
-from tests.agent.controllers.clusterenv import Pair, emulator_pair, wait_for
+from tests.agent.controllers.clusterenv import Pair, emulator_pair, kube_client, wait_for
 from tests.agent.controllers.harness import EXEC_NS, configmap, karmada_work
 
 LE_LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/karmada-agent-member1"
@@ -113,9 +118,9 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
         first, first_task = start(options, identity="replica-a")
         await wait_for(lambda: _flag(first.leading), timeout=15)
         second, second_task = start(options, identity="replica-b")
-        # Both register; only the first leads.
+        # Both register; only the first leads, on upstream's Lease on the control plane.
         await wait_for(lambda: _registered(second), timeout=15)
-        lease = await pair.member_get(LE_LEASE)
+        lease = await pair.karmada_get(LE_LEASE)
         assert lease is not None
         assert lease["spec"]["holderIdentity"] == "replica-a"
         assert not second.leading.is_set()
@@ -126,7 +131,7 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
         assert await asyncio.wait_for(first_task, 15) == EXIT_OK
         # The lease was released, so the second takes over without waiting for expiry.
         await wait_for(lambda: _flag(second.leading), timeout=10)
-        lease = await pair.member_get(LE_LEASE)
+        lease = await pair.karmada_get(LE_LEASE)
         assert lease is not None
         assert lease["spec"]["holderIdentity"] == "replica-b"
         assert second.manager is not None
@@ -137,12 +142,12 @@ async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
 async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
     tmp_path: Path,
 ) -> None:
-    """With the Lease on the control plane (upstream's place), a replica that cannot renew it
-    stops its controllers, but never exits: it campaigns again and leads once it can."""
+    """With the Lease on the control plane (the default, upstream's place), a replica that
+    cannot renew it stops its controllers, but never exits: it campaigns again and leads once it
+    can."""
     async with emulator_pair(tmp_path) as pair:
         options = pair.options(
             leader_elect=True,
-            leader_elect_lease_cluster="karmada",
             leader_elect_lease_duration=timedelta(seconds=2),
             leader_elect_renew_deadline=timedelta(seconds=1),
             leader_elect_retry_period=timedelta(milliseconds=200),
@@ -171,8 +176,8 @@ async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
 
 
 async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path: Path) -> None:
-    """The default: the Lease lives on the member, which both replicas share and which stays
-    reachable. A control-plane outage of 120 s at the default timings (12 renew deadlines of
+    """--leader-elect-lease-cluster=member: the Lease lives on the member, which both replicas
+    share and which stays reachable. A control-plane outage of 120 s at the default timings (12 renew deadlines of
     10 s), scaled here to timings of a tenth of a second, costs no leadership, no restart and no
     controller restart; the agent converges after it."""
     renew_deadline = timedelta(seconds=0.4)
@@ -180,6 +185,7 @@ async def test_leadership_on_the_member_survives_a_control_plane_outage(tmp_path
     async with emulator_pair(tmp_path) as pair:
         options = pair.options(
             leader_elect=True,
+            leader_elect_lease_cluster="member",
             leader_elect_lease_duration=timedelta(seconds=0.6),
             leader_elect_renew_deadline=renew_deadline,
             leader_elect_retry_period=timedelta(seconds=0.1),
@@ -238,7 +244,7 @@ async def _registered(agent: Agent) -> bool:
 
 async def test_shutdown_that_cannot_finish_exits_non_zero_within_its_bound(tmp_path: Path) -> None:
     async with emulator_pair(tmp_path) as pair:
-        options = pair.options(leader_elect=True)
+        options = pair.options(leader_elect=True, leader_elect_lease_cluster="member")
         agent = Agent(
             options, install_signal_handlers=False, identity="stuck", shutdown_timeout=0.5
         )
@@ -300,3 +306,130 @@ async def _no_execution_workers() -> bool:
         for t in asyncio.all_tasks()
         if t.get_name().startswith("execution-worker") and not t.done()
     ]
+
+
+class ForeignLeader:
+    """Another program's candidate on the control-plane Lease karmada-agent-member1, shaped as
+    upstream's Go agent: it renews every retry period and, when stopped, leaves the Lease as it
+    is (controller-runtime does not release it), so a successor waits for it to expire."""
+
+    def __init__(self, client: KubeClient, lease_duration: float) -> None:
+        config = LeaderElectionConfig(
+            namespace="karmada-system",
+            name="karmada-agent-member1",
+            identity="upstream-go-agent",
+            lease_duration=lease_duration,
+            renew_deadline=lease_duration * 0.6,
+            retry_period=lease_duration * 0.1,
+            release_on_cancel=False,
+        )
+        self.leading = asyncio.Event()
+        self.elector = LeaderElector(client, config, on_started_leading=self._lead)
+        self.task = asyncio.create_task(self.elector.run())
+
+    async def _lead(self) -> None:
+        self.leading.set()
+        await asyncio.Event().wait()
+
+    async def stop(self) -> float:
+        """Stop renewing; returns the loop time of the stop."""
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+        return asyncio.get_running_loop().time()
+
+
+@pytest.mark.parametrize("lease_cluster", ["karmada", "member"])
+async def test_a_live_upstream_lease_is_honoured_until_it_expires(
+    tmp_path: Path, lease_cluster: str
+) -> None:
+    """Go agent -> this one: while upstream's agent holds the control-plane Lease, ours
+    registers but does not lead (wherever its own Lease lives); once upstream's agent stops (its
+    Lease left unreleased), ours leads after the Lease's duration, not before."""
+    lease_duration = 2.0
+    async with emulator_pair(tmp_path) as pair, kube_client(pair.karmada_kubeconfig) as karmada:
+        upstream = ForeignLeader(karmada, lease_duration)
+        await wait_for(lambda: _flag(upstream.leading), timeout=10)
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_cluster=lease_cluster,
+            leader_elect_lease_duration=timedelta(seconds=lease_duration),
+            leader_elect_renew_deadline=timedelta(seconds=1.2),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+        )
+        ours, task = start(options, identity="python-agent")
+        await wait_for(lambda: _registered(ours), timeout=15)
+        # Several of upstream's renewals later, ours still does not lead.
+        await wait_for(Renewals(pair).seen(4), timeout=10)
+        assert not ours.leading.is_set()
+        assert ours.manager is None
+        stopped = await upstream.stop()
+        await wait_for(lambda: _flag(ours.leading), timeout=15)
+        assert asyncio.get_running_loop().time() - stopped >= lease_duration * 0.9
+        lease = await pair.karmada_get(LE_LEASE)
+        assert lease is not None
+        if lease_cluster == "karmada":
+            assert lease["spec"]["holderIdentity"] == "python-agent"
+        else:
+            assert lease["spec"]["holderIdentity"] == "upstream-go-agent"
+            member_lease = await pair.member_get(LE_LEASE)
+            assert member_lease is not None
+            assert member_lease["spec"]["holderIdentity"] == "python-agent"
+        ours.stop_event.set()
+        assert await asyncio.wait_for(task, 15) == EXIT_OK
+
+
+async def test_this_agent_hands_over_to_an_upstream_agent(tmp_path: Path) -> None:
+    """This one -> Go agent: with the default placement, an upstream candidate waits while ours
+    leads and takes over at once when ours stops (ours releases the Lease)."""
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_duration=timedelta(seconds=2),
+            leader_elect_renew_deadline=timedelta(seconds=1.2),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+        )
+        ours, task = start(options, identity="python-agent")
+        await wait_for(lambda: _flag(ours.leading), timeout=15)
+        async with kube_client(pair.karmada_kubeconfig) as karmada:
+            upstream = ForeignLeader(karmada, 2.0)
+            await wait_for(Renewals(pair).seen(3), timeout=10)
+            assert not upstream.leading.is_set()
+            ours.stop_event.set()
+            assert await asyncio.wait_for(task, 15) == EXIT_OK
+            await wait_for(lambda: _flag(upstream.leading), timeout=5)
+            await upstream.stop()
+
+
+async def test_leader_metric_follows_leadership(tmp_path: Path) -> None:
+    async with emulator_pair(tmp_path) as pair:
+        options = pair.options(
+            leader_elect=True,
+            leader_elect_lease_duration=timedelta(seconds=2),
+            leader_elect_renew_deadline=timedelta(seconds=1.2),
+            leader_elect_retry_period=timedelta(milliseconds=200),
+        )
+        ours, task = start(options, identity="python-agent")
+        await wait_for(lambda: _flag(ours.leading), timeout=15)
+        sample = {"name": "karmada-agent-member1"}
+        assert ours.registry.get_sample_value("leader_election_master_status", sample) == 1.0
+        ours.stop_event.set()
+        assert await asyncio.wait_for(task, 15) == EXIT_OK
+        assert ours.registry.get_sample_value("leader_election_master_status", sample) == 0.0
+
+
+class Renewals:
+    """The different renewTimes of the control-plane Lease seen so far."""
+
+    def __init__(self, pair: Pair) -> None:
+        self.pair = pair
+        self.times: set[str] = set()
+
+    def seen(self, count: int) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            lease = await self.pair.karmada_get(LE_LEASE)
+            if lease is not None:
+                self.times.add(str(lease["spec"].get("renewTime")))
+            return len(self.times) >= count
+
+        return check

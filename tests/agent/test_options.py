@@ -78,7 +78,7 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
 }
 OUR_FLAGS = {
     "log-format": "auto",
-    "leader-elect-lease-cluster": "member",
+    "leader-elect-lease-cluster": "karmada",
     "work-deletion-grace-period": "10m0s",
     "work-deletion-hold-threshold": 0.5,
     "tunnel-server-address": "",

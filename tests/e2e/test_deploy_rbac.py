@@ -144,13 +144,11 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
             assert cluster["spec"]["id"] == kube_system["metadata"]["uid"]
             assert cluster["status"]["nodeSummary"]["totalNum"] >= 1
 
-            # The heartbeat lives on the control plane, leader election on the member.
+            # The heartbeat and leader election (upstream's Lease) live on the control plane.
             lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
             assert lease["spec"]["holderIdentity"] == CLUSTER
             assert lease["metadata"]["ownerReferences"][0]["kind"] == "Cluster"
-            leader = await member_client.get(
-                LEASES, f"karmada-agent-{CLUSTER}", namespace="karmada-system"
-            )
+            leader = await admin.get(LEASES, f"karmada-agent-{CLUSTER}", namespace="karmada-system")
             assert leader["spec"]["holderIdentity"]
 
             config = {

@@ -173,3 +173,55 @@ async def test_a_leader_renews_with_one_update_and_reads_after_a_conflict() -> N
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_no_renewal_after_the_release() -> None:
+    """Cancelling run() ends the renewals before the Lease is released: a renewal after the
+    release would take the Lease again for a leader that has stopped."""
+    api = FakeApi()
+    log: list[str] = []
+    clock = FakeClock()
+    le = elector(api, "a", log, clock)
+    task = asyncio.create_task(le.run())
+    await wait_for(lambda: log == ["start a"])
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    assert lease(api)["spec"]["holderIdentity"] is None
+    calls = len(api.calls)
+    for _ in range(10):
+        clock.advance(0.2)
+        for _ in range(5):
+            await asyncio.sleep(0)
+    assert len(api.calls) == calls
+    assert lease(api)["spec"]["holderIdentity"] is None
+
+
+async def test_wait_until_free_waits_for_a_live_holder_only() -> None:
+    api = FakeApi()
+    api.seed(
+        PATH,
+        {
+            "metadata": {"name": "karmada-agent-member1", "namespace": "karmada-system"},
+            "spec": {"holderIdentity": "upstream", "leaseDurationSeconds": 1, "renewTime": "t0"},
+        },
+    )
+    clock = FakeClock()
+    le = elector(api, "b", [], clock)
+    waiting = asyncio.create_task(le.wait_until_free())
+    await wait_for(lambda: le.leader == "upstream")
+
+    async def next_attempt() -> None:
+        attempts = len(api.calls)
+        clock.advance(0.5)
+        await wait_for(lambda: len(api.calls) > attempts or waiting.done())
+
+    for _ in range(4):  # renewed by its holder: never free
+        lease(api)["spec"]["renewTime"] = f"t{clock.now()}"
+        await next_attempt()
+    assert not waiting.done()
+    for _ in range(4):  # no longer renewed: free once a lease duration passed on our clock
+        if not waiting.done():
+            await next_attempt()
+    await asyncio.wait_for(waiting, 5)
+    assert lease(api)["spec"]["holderIdentity"] == "upstream"  # never written
+    assert not le.is_leader
