@@ -26,6 +26,12 @@ DEFAULT_AGENT_NAMESPACE = "karmada-system"
 AGENT_KUBECONFIG_SECRET = "karmada-kubeconfig"
 AGENT_KUBECONFIG_KEY = "karmada-kubeconfig"
 
+# Field managers on member objects. Upstream's agent writes them with create and GET+PUT and sets
+# no field manager, so the API server records its User-Agent's program name ("karmada-agent/<ver>
+# (<os>/<arch>) ...") as an Update manager; this agent applies as the Apply manager
+# "karmada-agent" and takes the Update manager's fields over (agent.kube.managed_fields).
+UPSTREAM_AGENT_FIELD_MANAGERS = ("karmada-agent",)
+
 # Labels
 MANAGED_LABEL = "karmada.io/managed"
 SYSTEM_LABEL = "karmada.io/system"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
 from agent.kube.errors import ExpiredError, KubeError, check_path_segment
+from agent.kube.managed_fields import take_over_patch
 from agent.kube.transport import Response, Transport
 from agent.logs import get_logger
 
@@ -348,23 +349,54 @@ class KubeClient:
         subresource: str | None = None,
         dry_run: bool = False,
         field_validation: str | None = None,
+        take_over_from: Collection[str] = (),
     ) -> JsonDict:
-        """Server-side apply of a (partial) object; name and namespace from its metadata."""
+        """Server-side apply of a (partial) object; name and namespace from its metadata.
+
+        `take_over_from`: managers whose `Update` entries in managedFields (writes with PUT or
+        create) are merged into this field manager's entry once the apply shows them, and the
+        object is applied again, so that fields this configuration leaves out are removed
+        although those managers wrote them (agent.kube.managed_fields)."""
         meta = body.get("metadata") or {}
         if namespace is None:
             namespace = meta.get("namespace")
-        return await self.patch(
-            gvr,
-            str(meta.get("name") or ""),
-            body,
-            patch_type="apply",
-            namespace=namespace,
-            subresource=subresource,
-            field_manager=field_manager,
-            force=force,
-            dry_run=dry_run,
-            field_validation=field_validation,
+        name = str(meta.get("name") or "")
+
+        async def apply() -> JsonDict:
+            return await self.patch(
+                gvr,
+                name,
+                body,
+                patch_type="apply",
+                namespace=namespace,
+                subresource=subresource,
+                field_manager=field_manager,
+                force=force,
+                dry_run=dry_run,
+                field_validation=field_validation,
+            )
+
+        applied = await apply()
+        if not take_over_from or dry_run or subresource:
+            return applied
+        patch = take_over_patch(applied, from_managers=take_over_from, to_manager=field_manager)
+        if patch is None:
+            return applied
+        try:
+            await self.patch(gvr, name, patch, patch_type="json", namespace=namespace)
+        except KubeError as exc:
+            # Changed meanwhile (the resourceVersion test failed) or refused: the next apply
+            # shows the entries again and tries again.
+            log.debug("taking over the fields of %s not done: %s", sorted(take_over_from), exc)
+            return applied
+        log.info(
+            "took over the fields %s wrote to %s %s/%s",
+            ", ".join(sorted(take_over_from)),
+            gvr.resource,
+            namespace or "",
+            name,
         )
+        return await apply()
 
     async def delete(
         self,

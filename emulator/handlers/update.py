@@ -152,7 +152,7 @@ class Updates:
         self, rt: ResourceType, old: JSON, new: JSON, ctx: WriteCtx, *, applied: bool
     ) -> tuple[JSON, int]:
         """Store a checked update (nothing, when it changes nothing)."""
-        if _strip_volatile(new) == _strip_volatile(old):
+        if _strip_volatile(new) == _strip_volatile(old) and not _sets_managed_fields(old, new):
             return old, 200
         # An apply patch has recorded its own managed fields (operation Apply); tracking it
         # again would add an Update entry for the same manager.
@@ -224,6 +224,16 @@ def _strip_volatile(obj: JSON) -> JSON:
         if k not in ("resourceVersion", "managedFields")
     }
     return {**obj, "metadata": meta}
+
+
+def _sets_managed_fields(old: JSON, new: JSON) -> bool:
+    """A write whose only change is managedFields (kubectl's client-side -> server-side apply
+    upgrade) is stored, as kube-apiserver stores it; absent managedFields keep the old ones."""
+    meta = new.get("metadata") or {}
+    if "managedFields" not in meta:
+        return False
+    given = meta.get("managedFields")
+    return bool(given) and given != (old.get("metadata") or {}).get("managedFields")
 
 
 def _spec_changed(rt: ResourceType, old: JSON, new: JSON) -> bool:

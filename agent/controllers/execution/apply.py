@@ -22,6 +22,7 @@ from typing import Any
 from agent.context import AgentContext
 from agent.controllers.manifest_statuses import ManifestStatuses
 from agent.interpreter import InterpretError
+from agent.karmada import names
 from agent.karmada.reflect import ReflectError
 from agent.karmada.work import (
     Manifest,
@@ -179,6 +180,7 @@ class Applier:
             field_manager=FIELD_MANAGER,
             force=True,
             namespace=namespace or None,
+            take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
         )
         work_name = str((work.get("metadata") or {}).get("name"))
         self.ownership.taken_from(self.writes.record(key, work_name, applied))

@@ -136,6 +136,26 @@ async def test_apply_client_side_then_server_side_with_conflicts(
 
 
 @versions
+async def test_server_side_apply_takes_over_client_side_fields(
+    version: str, admin_kubeconfig: Path, ns: str
+) -> None:
+    """kubectl's client-side -> server-side upgrade: its JSON patch of managedFields (tested
+    against the resourceVersion) makes the Apply manager the owner of what client-side apply
+    wrote, so a field the server-side configuration leaves out is removed."""
+    k = Kubectl(version, admin_kubeconfig)
+    await new_ns(k, ns)
+    await k.ok("apply", "-f", "-", stdin=cm(ns, "blue", "  dropped: soon\n"))
+    await k.ok("apply", "--server-side", "-f", "-", stdin=cm(ns, "blue"))
+    assert await k.ok("get", "cm", "app-config", "-n", ns, "-o", "jsonpath={.data}") == (
+        '{"mode":"blue"}'
+    )
+    shown = await k.ok("get", "cm", "app-config", "-n", ns, "-o", "yaml", "--show-managed-fields")
+    entries = re.findall(r"manager: (\S+)\n\s+operation: (\S+)", shown)
+    assert ("kubectl", "Apply") in entries
+    assert ("kubectl-client-side-apply", "Update") not in entries
+
+
+@versions
 async def test_get_yaml_shows_server_fields(version: str, admin_kubeconfig: Path, ns: str) -> None:
     k = Kubectl(version, admin_kubeconfig)
     await new_ns(k, ns)

@@ -6,8 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent.controllers.execution import ExecutionController
+from agent.controllers.execution.apply import FIELD_MANAGER
 from agent.karmada import names
+from agent.kube.client import KubeClient
+from agent.kube.config import ClientConfig
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from agent.kube.transport import Transport
 from agent.resources import WORKS
 from tests.agent.controllers.harness import (
     APPLIED_FAILED,
@@ -231,3 +236,47 @@ async def test_no_get_before_apply_once_the_caches_know_every_name() -> None:
         await pair.create_work(karmada_work("late", [configmap("late", data={"owner": "us"})]))
         await pair.wait_work("late", APPLIED_FAILED, "Applied=False")
         assert (await pair.get_member(CONFIGMAPS, "late"))["data"] == {"owner": "them"}
+
+
+async def test_fields_upstreams_agent_wrote_are_taken_over() -> None:
+    """After a switch from upstream's Go agent: it created the object (a create or PUT, recorded
+    as the Update manager named after its User-Agent); a field the Work no longer has is removed
+    at our first apply, although that manager wrote it."""
+    async with running_pair() as pair:
+        written = karmada_work("cfg", [configmap("cfg", data={"a": "1", "b": "2"})])
+        go_agent = KubeClient(
+            Transport(
+                ClientConfig(
+                    host=pair.member.url,
+                    qps=0,
+                    user_agent="karmada-agent/v1.19.0 (linux/amd64) kubernetes/f8fdd02",
+                ),
+                transport_factory=lambda _cfg: pair.member.transport(),
+            )
+        )
+        try:
+            await go_agent.create(
+                CONFIGMAPS, written["spec"]["workload"]["manifests"][0], namespace="default"
+            )
+        finally:
+            await go_agent.close()
+        live = await pair.get_member(CONFIGMAPS, "cfg")
+        assert [(e["manager"], e["operation"]) for e in live["metadata"]["managedFields"]] == [
+            ("karmada-agent", "Update")
+        ]
+        work = karmada_work("cfg", [configmap("cfg", data={"a": "1"})])
+        work["spec"]["workload"]["manifests"][0]["metadata"] = written["spec"]["workload"][
+            "manifests"
+        ][0]["metadata"]
+        execution = ExecutionController(pair.ctx)
+        await execution.start()
+        try:
+            await pair.create_work(work)
+            await pair.wait_work("cfg", APPLIED_OK)
+            member = await pair.wait_member(
+                CONFIGMAPS, "cfg", lambda o: o.get("data") == {"a": "1"}
+            )
+            managers = [(e["manager"], e["operation"]) for e in member["metadata"]["managedFields"]]
+            assert managers == [(FIELD_MANAGER, "Apply")]
+        finally:
+            await execution.stop()
