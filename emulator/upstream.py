@@ -163,3 +163,49 @@ class UpstreamProcess:
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
         self.cleanup()
+
+
+# --- karmada-agent -------------------------------------------------------------------------------
+
+
+class UpstreamKarmadaAgent(UpstreamProcess):
+    """Upstream's Go karmada-agent against an emulated control plane and member: its
+    `--karmada-kubeconfig` and `--kubeconfig` name the emulators' kubeconfigs, metrics and health
+    probes listen on free loopback ports, `extra_args` add or override flags (later flags win in
+    pflag). Ready once its health probe answers, which is after registration. `stop()` sends
+    SIGTERM: controller-runtime stops its controllers and, as upstream configures it, leaves its
+    leader-election Lease to expire."""
+
+    def __init__(
+        self,
+        *,
+        karmada_kubeconfig: Path,
+        member_kubeconfig: Path,
+        cluster_name: str,
+        extra_args: Sequence[str] = (),
+        workdir: Path | None = None,
+    ) -> None:
+        self.metrics_port = free_port()
+        self.health_port = free_port()
+        super().__init__(
+            "karmada-agent",
+            [
+                f"--karmada-kubeconfig={karmada_kubeconfig}",
+                f"--kubeconfig={member_kubeconfig}",
+                f"--cluster-name={cluster_name}",
+                f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+                f"--health-probe-bind-address=127.0.0.1:{self.health_port}",
+                "--v=2",
+                *extra_args,
+            ],
+            ready=http_ready(f"http://127.0.0.1:{self.health_port}/healthz"),
+            workdir=workdir,
+        )
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://127.0.0.1:{self.metrics_port}/metrics"
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
