@@ -10,8 +10,9 @@ lists them; docs/differences-from-upstream.md says why for each). Deliberate dif
 
 - certRotation is on by default (upstream: off). It only acts when the Karmada credential is a
   client certificate; `--controllers=*,-certRotation` turns it off.
-- `--log-format`, `--leader-elect-lease-cluster` and the outage-safe deletion flags are ours;
-  klog's file-logging flags are accepted and ignored (with a warning at start).
+- `--log-format`, `--leader-elect-lease-cluster`, `--karmada-kubeconfig-secret`,
+  `--karmada-kubeconfig-secret-key` and the outage-safe deletion flags are ours; klog's
+  file-logging flags are accepted and ignored (with a warning at start).
 """
 
 from __future__ import annotations
@@ -290,6 +291,8 @@ class Options:
     cert_rotation_checking_interval: timedelta = timedelta(seconds=300)
     cert_rotation_remaining_time_threshold: float = 0.2
     karmada_kubeconfig_namespace: str = DEFAULT_AGENT_NAMESPACE
+    karmada_kubeconfig_secret: str = ""
+    karmada_kubeconfig_secret_key: str = ""
     # Serving.
     metrics_bind_address: str = ":8080"
     health_probe_bind_address: str = ":10357"
@@ -377,6 +380,16 @@ def _dns1123_label_problem(value: str, max_length: int = 63) -> str | None:
     return None
 
 
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_SECRET_KEY = re.compile(r"[-._a-zA-Z0-9]{1,253}")
+
+
+def _dns1123_subdomain_problem(value: str) -> str | None:
+    if len(value) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(value):
+        return "must be a valid object name (DNS-1123 subdomain)"
+    return None
+
+
 def _label_value_problem(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
@@ -423,6 +436,15 @@ def validate(options: Options) -> list[str]:
         ("karmada-kubeconfig-namespace", o.karmada_kubeconfig_namespace),
     ):
         check(flag, _dns1123_label_problem(namespace))
+    if o.karmada_kubeconfig_secret:
+        check("karmada-kubeconfig-secret", _dns1123_subdomain_problem(o.karmada_kubeconfig_secret))
+    if o.karmada_kubeconfig_secret_key and not _SECRET_KEY.fullmatch(
+        o.karmada_kubeconfig_secret_key
+    ):
+        check(
+            "karmada-kubeconfig-secret-key",
+            "must consist of letters, digits, '-', '_' or '.' (a Secret data key)",
+        )
     if o.cluster_api_endpoint:
         endpoint_problem = _url_problem(
             o.cluster_api_endpoint, ("https", "http"), "https://10.0.0.1:6443"
@@ -987,6 +1009,14 @@ FLAGS: tuple[_Flag, ...] = (
           "value."),
     _Flag("karmada-kubeconfig-namespace", "str", _ROTATION,
           "Member namespace of the Secret karmada-kubeconfig that certRotation updates."),
+    _Flag("karmada-kubeconfig-secret", "str", _ROTATION,
+          "Name of the member Secret holding --karmada-kubeconfig, which certRotation updates "
+          "(default: the Secret volume the agent's own Pod mounts it from, as Karmada's Helm "
+          "chart's <release>-kubeconfig, else karmada-kubeconfig as karmadactl register writes "
+          "it). Not an upstream flag."),
+    _Flag("karmada-kubeconfig-secret-key", "str", _ROTATION,
+          "Key of the kubeconfig in that Secret (default: as mounted, else karmada-kubeconfig). "
+          "Not an upstream flag."),
     _Flag("tunnel-server-address", "str", _TUNNEL,
           "host:port of a konnectivity proxy-server's agent endpoint. When set, the agent keeps "
           "a tunnel to it, and registers the Cluster so that the control plane (cluster proxy, "

@@ -13,10 +13,12 @@ fraction of its lifetime, (notAfter - now) / (notAfter - notBefore), is at or un
    streams already open finish on the old connection, which is cut after a drain period well
    inside the old certificate's remaining life; reflectors then resume from their last
    resourceVersion on the new connection, so no watch event is lost;
-4. writes the new certificate and key into the member Secret
-   `<--karmada-kubeconfig-namespace>/karmada-kubeconfig` (key `karmada-kubeconfig`, the current
-   context's user), so that a restarted agent starts with it. Without that Secret (the agent was
-   started from a plain file) the new certificate lives only in memory.
+4. writes the new certificate and key into the member Secret the kubeconfig is mounted from
+   (agent.controllers.kubeconfig_secret: flags, else the agent's own Pod's volume, as Karmada's
+   Helm chart lays it out, else `<--karmada-kubeconfig-namespace>/karmada-kubeconfig` as
+   `karmadactl register` does; the current context's user), so that a restarted agent starts
+   with it. Without that Secret (the agent was started from a plain file) the new certificate
+   lives only in memory.
 
 Upstream's controller is off by default and only updates the Secret; the running Go agent keeps
 its old certificate until restarted. This one is on by default and does nothing (one log line)
@@ -32,7 +34,7 @@ from __future__ import annotations
 import base64
 import copy
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -52,7 +54,7 @@ from agent.certificates import (
     subject_of,
 )
 from agent.context import AgentContext, Runnable
-from agent.karmada.names import AGENT_KUBECONFIG_KEY, AGENT_KUBECONFIG_SECRET
+from agent.controllers.kubeconfig_secret import SecretLocation, find_kubeconfig_secret
 from agent.kube.config import ClientConfig
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import SECRETS
@@ -177,12 +179,14 @@ class CertRotation:
         *,
         csr_timeout: float = CSR_TIMEOUT,
         now: Callable[[], datetime] = _utc_now,
+        find_secret: Callable[[], Awaitable[SecretLocation]] | None = None,
     ) -> None:
         self.ctx = ctx
         options = ctx.options
         self.interval = options.cert_rotation_checking_interval.total_seconds()
         self.threshold = options.cert_rotation_remaining_time_threshold
-        self.secret_namespace = options.karmada_kubeconfig_namespace
+        self._find_secret = find_secret or (lambda: find_kubeconfig_secret(ctx.member, ctx.options))
+        self._secret: SecretLocation | None = None
         self.csr_timeout = csr_timeout
         self._now = now
         self._periodic: Periodic | None = None
@@ -329,28 +333,37 @@ class CertRotation:
 
     # --- the member Secret ---------------------------------------------------------------------
 
-    async def _get_secret(self) -> JsonDict | None:
+    async def secret_location(self) -> SecretLocation:
+        """Where the kubeconfig Secret is (found once, logged once)."""
+        if self._secret is not None:
+            return self._secret
+        found = await self._find_secret()
+        if found.settled:
+            self._secret = found
+            log.info("certRotation: the kubeconfig Secret is %s, from %s", found, found.found_by)
+        return found
+
+    async def _get_secret(self) -> tuple[SecretLocation, JsonDict | None]:
+        where = await self.secret_location()
         try:
-            return await self.ctx.member.get(
-                SECRETS, AGENT_KUBECONFIG_SECRET, namespace=self.secret_namespace
-            )
+            return where, await self.ctx.member.get(SECRETS, where.name, namespace=where.namespace)
         except NotFoundError:
-            return None
+            return where, None
 
     @staticmethod
-    def _secret_kubeconfig(secret: JsonDict) -> JsonDict:
-        data = (secret.get("data") or {}).get(AGENT_KUBECONFIG_KEY)
+    def _secret_kubeconfig(secret: JsonDict, key: str) -> JsonDict:
+        data = (secret.get("data") or {}).get(key)
         if not data:
-            raise KubeconfigError(f"the Secret has no key {AGENT_KUBECONFIG_KEY!r}")
+            raise KubeconfigError(f"the Secret has no key {key!r}")
         return _load_kubeconfig_text(base64.b64decode(data).decode("utf-8"))
 
     async def _secret_user_name(self) -> str | None:
         """The Secret kubeconfig's user entry name, for naming the CSR as upstream does."""
         try:
-            secret = await self._get_secret()
+            where, secret = await self._get_secret()
             if secret is None:
                 return None
-            name, _ = current_user(self._secret_kubeconfig(secret))
+            name, _ = current_user(self._secret_kubeconfig(secret, where.key))
         except (KubeError, KubeconfigError, ValueError) as exc:
             log.debug("certRotation: cannot read the kubeconfig Secret: %s", exc)
             return None
@@ -359,11 +372,11 @@ class CertRotation:
     async def _persist(self, cert_pem: bytes, key_pem: bytes) -> bool:
         """Write the certificate into the member Secret (PUT, retried on conflicts). True when
         written; a failure is remembered and retried on the next check."""
-        where = f"{self.secret_namespace}/{AGENT_KUBECONFIG_SECRET}"
+        where: SecretLocation | str = "the kubeconfig Secret"
         self._unsaved = None
         for _ in range(SECRET_UPDATE_ATTEMPTS):
             try:
-                secret = await self._get_secret()
+                where, secret = await self._get_secret()
                 if secret is None:
                     log.warning(
                         "certRotation: no Secret %s on the member cluster (the agent was started "
@@ -372,10 +385,10 @@ class CertRotation:
                         where,
                     )
                     return False
-                updated = self._updated_secret(secret, cert_pem, key_pem)
+                updated = self._updated_secret(secret, where, cert_pem, key_pem)
                 if updated is None:
                     return False
-                await self.ctx.member.replace(SECRETS, updated, namespace=self.secret_namespace)
+                await self.ctx.member.replace(SECRETS, updated, namespace=where.namespace)
             except ConflictError:
                 continue
             except (KubeError, KubeconfigError, ValueError) as exc:
@@ -393,11 +406,12 @@ class CertRotation:
         self._unsaved = (cert_pem, key_pem)
         return False
 
-    def _updated_secret(self, secret: JsonDict, cert_pem: bytes, key_pem: bytes) -> JsonDict | None:
+    def _updated_secret(
+        self, secret: JsonDict, where: SecretLocation, cert_pem: bytes, key_pem: bytes
+    ) -> JsonDict | None:
         """The Secret with the new credentials, or None when it holds another identity (then it
         is left alone)."""
-        where = f"{self.secret_namespace}/{AGENT_KUBECONFIG_SECRET}"
-        kubeconfig = self._secret_kubeconfig(secret)
+        kubeconfig = self._secret_kubeconfig(secret, where.key)
         stored = client_certificate_of(kubeconfig)
         if stored is None:
             log.warning(
@@ -421,7 +435,7 @@ class CertRotation:
         )
         updated = copy.deepcopy(secret)
         data = dict(updated.get("data") or {})
-        data[AGENT_KUBECONFIG_KEY] = base64.b64encode(text.encode("utf-8")).decode("ascii")
+        data[where.key] = base64.b64encode(text.encode("utf-8")).decode("ascii")
         updated["data"] = data
         return updated
 

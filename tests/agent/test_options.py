@@ -79,6 +79,8 @@ UPSTREAM_DEFAULTS: dict[str, Any] = {
 OUR_FLAGS = {
     "log-format": "auto",
     "leader-elect-lease-cluster": "karmada",
+    "karmada-kubeconfig-secret": "",
+    "karmada-kubeconfig-secret-key": "",
     "work-deletion-grace-period": "10m0s",
     "work-deletion-hold-threshold": 0.5,
     "tunnel-server-address": "",

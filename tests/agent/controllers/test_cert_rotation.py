@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -50,6 +50,7 @@ from agent.controllers.cert_rotation import (
     replace_client_certificate,
     should_rotate,
 )
+from agent.controllers.kubeconfig_secret import find_kubeconfig_secret
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
 from agent.kube.errors import NotFoundError, UnauthorizedError
@@ -58,6 +59,7 @@ from agent.kube.resources import (
     CONFIGMAPS,
     LEASES,
     NAMESPACES,
+    PODS,
     SECRETS,
 )
 from agent.kube.transport import Transport
@@ -259,9 +261,72 @@ class _ConflictOnce(KubeClient):
         return await super().replace(gvr, body, **kwargs)
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where an install keeps the agent's kubeconfig, and how the agent is told about it."""
+
+    namespace: str = "karmada-system"
+    name: str = "karmada-kubeconfig"
+    key: str = "karmada-kubeconfig"
+    # The agent's own Pod (POD_NAME/POD_NAMESPACE) mounting the Secret, or none.
+    pod: dict[str, Any] | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+REGISTER = Layout()
+
+
+def helm_chart_pod(release: str, namespace: str) -> dict[str, Any]:
+    """The agent's Pod as Karmada's Helm chart (installMode: agent) lays it out."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": f"{release}-7d9f8b-x2x4z", "namespace": namespace},
+        "spec": {
+            "serviceAccountName": release,
+            "containers": [
+                {
+                    "name": release,
+                    "image": "docker.io/karmada/karmada-agent:v1.19.0",
+                    "command": [
+                        "/bin/karmada-agent",
+                        "--karmada-kubeconfig=/etc/kubeconfig/kubeconfig",
+                        "--cluster-name=member1",
+                    ],
+                    "volumeMounts": [{"name": "kubeconfig", "mountPath": "/etc/kubeconfig"}],
+                }
+            ],
+            "volumes": [{"name": "kubeconfig", "secret": {"secretName": f"{release}-kubeconfig"}}],
+        },
+    }
+
+
+HELM = Layout(
+    namespace="edge-agents",
+    name="edge-kubeconfig",
+    key="kubeconfig",
+    pod=helm_chart_pod("edge", "edge-agents"),
+    options={"karmada_kubeconfig": "/etc/kubeconfig/kubeconfig"},
+)
+FLAGS = Layout(
+    namespace="agents",
+    name="agent-credentials",
+    key="config",
+    options={
+        "karmada_kubeconfig_namespace": "agents",
+        "karmada_kubeconfig_secret": "agent-credentials",
+        "karmada_kubeconfig_secret_key": "config",
+    },
+)
+
+
 @asynccontextmanager
 async def _rotation_env(
-    tmp: Path, *, secret: bool, member_class: type[KubeClient] = KubeClient
+    tmp: Path,
+    *,
+    secret: bool,
+    member_class: type[KubeClient] = KubeClient,
+    layout: Layout = REGISTER,
 ) -> AsyncIterator[tuple[CertRotation, Emulator, KubeClient, bytes]]:
     knobs = Knobs(csr_max_duration=timedelta(seconds=30), csr_backdate=timedelta(0))
     async with (
@@ -292,15 +357,22 @@ async def _rotation_env(
         if secret:
             await member_client.create(
                 NAMESPACES,
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "karmada-system"}},
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": layout.namespace}},
             )
-            await member_client.create(
-                SECRETS,
-                kubeconfig_secret("karmada-system", dump_kubeconfig(kubeconfig)),
-                namespace="karmada-system",
-            )
+            body = kubeconfig_secret(layout.namespace, dump_kubeconfig(kubeconfig))
+            body["metadata"]["name"] = layout.name
+            body["data"] = {layout.key: body["data"].pop("karmada-kubeconfig")}
+            await member_client.create(SECRETS, body, namespace=layout.namespace)
+        environ: dict[str, str] = {}
+        if layout.pod is not None:
+            await member_client.create(PODS, layout.pod, namespace=layout.namespace)
+            environ = {
+                "POD_NAME": layout.pod["metadata"]["name"],
+                "POD_NAMESPACE": layout.namespace,
+            }
+        options = Options(cluster_name="member1", **layout.options)
         ctx = AgentContext(
-            options=Options(cluster_name="member1"),
+            options=options,
             cluster_name="member1",
             karmada=karmada,
             member=member_client,
@@ -313,7 +385,12 @@ async def _rotation_env(
         try:
             # 25 of the certificate's 30 seconds gone: under the default threshold (0.2).
             later = CertRotation(
-                ctx, csr_timeout=10, now=lambda: datetime.now(UTC) + timedelta(seconds=25)
+                ctx,
+                csr_timeout=10,
+                now=lambda: datetime.now(UTC) + timedelta(seconds=25),
+                find_secret=lambda: find_kubeconfig_secret(
+                    member_client, options, environ=environ, namespace_file=tmp / "no-such-file"
+                ),
             )
             yield later, cp, member_client, cert
         finally:
@@ -321,9 +398,24 @@ async def _rotation_env(
             await member_client.close()
 
 
-def _stored_cert(secret: dict[str, Any]) -> bytes | None:
-    text = base64.b64decode(secret["data"]["karmada-kubeconfig"]).decode()
+def _stored_cert(secret: dict[str, Any], key: str = "karmada-kubeconfig") -> bytes | None:
+    text = base64.b64decode(secret["data"][key]).decode()
     return client_certificate_of(yaml.safe_load(text))
+
+
+@pytest.mark.parametrize("layout", [REGISTER, HELM, FLAGS], ids=["register", "helm", "flags"])
+async def test_rotation_persists_in_every_install_layout(tmp_path: Path, layout: Layout) -> None:
+    """register's karmada-kubeconfig, the Helm chart's <release>-kubeconfig (key kubeconfig, in
+    the release's namespace, found through the agent's own Pod) and a Secret named by flags: the
+    rotated certificate is written where the agent's kubeconfig comes from."""
+    async with _rotation_env(tmp_path, secret=True, layout=layout) as (rotation, _, member, old):
+        assert await rotation.check_once()
+        secret = await member.get(SECRETS, layout.name, namespace=layout.namespace)
+        assert list(secret["data"]) == [layout.key]
+        stored = _stored_cert(secret, layout.key)
+        assert stored is not None
+        assert stored == rotation.ctx.karmada.transport.config.client_cert_pem
+        assert serial_number(stored) != serial_number(old)
 
 
 async def test_rotation_without_the_secret_switches_in_memory_and_warns(
