@@ -38,6 +38,7 @@ from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.config import ClientConfig
 from agent.kube.errors import (
     AlreadyExistsError,
+    ConflictError,
     ForbiddenError,
     KubeError,
     NotFoundError,
@@ -392,14 +393,20 @@ def spec_patch(live_spec: Mapping[str, Any], desired: Mapping[str, Any]) -> Json
     return patch
 
 
+CLUSTER_UPDATE_ATTEMPTS = 5
+
+
 async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> JsonDict:
     """Create the Cluster, or update only the fields we own.
 
-    A JSON merge patch of exactly the differing owned fields, sent only when something differs:
-    taints, resourceModels and anything else other writers (karmada-controller-manager, users,
-    karmadactl) set on the spec are never touched, no write happens on an ordinary restart, and
-    merge patch works on the aggregated Cluster API whatever its server-side-apply support
-    (upstream PUTs the whole object it read, which can undo a concurrent writer's change).
+    An update (PUT) of the Cluster as read with exactly the differing owned fields changed,
+    sent only when something differs and read again on a conflict: taints, resourceModels and
+    anything else other writers set on the spec are kept, and no write happens on an ordinary
+    restart. `update` is the verb upstream's agent uses and the one this agent's control-plane
+    RBAC grants; `karmadactl register`'s RBAC grants neither update nor patch on clusters, so
+    there a changed provider, region or zones cannot be written: that is logged as an error
+    naming the fields and the missing permission, and the agent runs on with the Cluster as it
+    is (upstream's agent exits).
     """
     try:
         live = await karmada.get(CLUSTERS, name)
@@ -417,12 +424,36 @@ async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> J
         else:
             log.info("created Cluster %s", name)
             return created
-    patch = spec_patch(live.get("spec") or {}, desired)
-    if not patch:
-        return live
-    updated = await karmada.patch(CLUSTERS, name, {"spec": patch}, patch_type="merge")
-    log.info("updated Cluster %s fields %s", name, sorted(patch))
-    return updated
+    for attempt in range(CLUSTER_UPDATE_ATTEMPTS):
+        changes = spec_patch(live.get("spec") or {}, desired)
+        if not changes:
+            return live
+        body = {**live, "spec": {**(live.get("spec") or {}), **changes}}
+        try:
+            updated = await karmada.replace(CLUSTERS, body)
+        except ConflictError:
+            if attempt + 1 == CLUSTER_UPDATE_ATTEMPTS:
+                raise
+            live = await karmada.get(CLUSTERS, name)
+            continue
+        except ForbiddenError as exc:
+            log.error(
+                "Cluster %s differs from the flags in %s, but this agent may not update it "
+                "(%s); running with the Cluster as it is. Grant update on "
+                "cluster.karmada.io clusters named %s to the agent's identity, or change the "
+                "Cluster on the control plane.",
+                name,
+                ", ".join(
+                    f"spec.{k} ({(live.get('spec') or {}).get(k)!r} -> {v!r})"
+                    for k, v in sorted(changes.items())
+                ),
+                exc.message,
+                name,
+            )
+            return live
+        log.info("updated Cluster %s fields %s", name, sorted(changes))
+        return updated
+    return live  # unreachable: the loop returns or raises
 
 
 async def _ensure_secret(karmada: KubeClient, namespace: str, name: str, data: JsonDict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -14,6 +15,7 @@ from agent.app import Agent, run
 from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
+from agent.kube.resources import SECRETS
 from agent.kube.transport import Transport
 from agent.options import parse_options
 from agent.resources import CLUSTERS, WORKS
@@ -49,6 +51,38 @@ async def eventually(
     return await polling.eventually(
         check, timeout=timeout, interval=0.05, what=what, retry_on=(AssertionError,)
     )
+
+
+async def service_account_token(
+    admin_kubeconfig: Path, namespace: str = "karmada-system", account: str = "karmada-agent-sa"
+) -> str:
+    """A token of `account`, from a service-account-token Secret the token controller fills."""
+    admin = await client_for(admin_kubeconfig)
+    name = f"{account}-token"
+    try:
+        await admin.create(
+            SECRETS,
+            {
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace,
+                    "annotations": {"kubernetes.io/service-account.name": account},
+                },
+                "type": "kubernetes.io/service-account-token",
+            },
+            namespace=namespace,
+        )
+
+        async def token() -> str:
+            secret = await admin.get(SECRETS, name, namespace=namespace)
+            data = (secret.get("data") or {}).get("token")
+            return base64.b64decode(data).decode() if data else ""
+
+        return str(await eventually(token, what="the ServiceAccount token"))
+    finally:
+        await admin.close()
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ control-plane credential a client certificate for system:karmada:agent:member1.
 from __future__ import annotations
 
 import asyncio
-import base64
 from pathlib import Path
 
 import pytest
@@ -27,38 +26,18 @@ from emulator.emulator import run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
 from emulator.works import control_plane_work
 
-from .support import DEPLOY, client_for, cluster_ready, eventually, kubectl, work_applied
+from .support import (
+    DEPLOY,
+    client_for,
+    cluster_ready,
+    eventually,
+    kubectl,
+    service_account_token,
+    work_applied,
+)
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
-
-
-async def _service_account_token(admin_kubeconfig: Path) -> str:
-    admin = await client_for(admin_kubeconfig)
-    try:
-        await admin.create(
-            SECRETS,
-            {
-                "apiVersion": "v1",
-                "kind": "Secret",
-                "metadata": {
-                    "name": "karmada-agent-sa-token",
-                    "namespace": "karmada-system",
-                    "annotations": {"kubernetes.io/service-account.name": "karmada-agent-sa"},
-                },
-                "type": "kubernetes.io/service-account-token",
-            },
-            namespace="karmada-system",
-        )
-
-        async def token() -> str:
-            secret = await admin.get(SECRETS, "karmada-agent-sa-token", namespace="karmada-system")
-            data = (secret.get("data") or {}).get("token")
-            return base64.b64decode(data).decode() if data else ""
-
-        return str(await eventually(token, what="the ServiceAccount token"))
-    finally:
-        await admin.close()
 
 
 def exported_service(name: str) -> list[dict[str, object]]:
@@ -106,7 +85,7 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
             applied = await kubectl(kubeconfig, "apply", "--server-side", "-f", "-", stdin=rendered)
             assert "serverside-applied" in applied
 
-        token = await _service_account_token(member_admin)
+        token = await service_account_token(member_admin)
         member_agent = write_kubeconfig(
             tmp_path / "member-agent", build_kubeconfig(member.url, member.ca_pem, token=token)
         )
