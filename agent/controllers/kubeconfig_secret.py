@@ -16,7 +16,6 @@ in the release's namespace. In order:
 
 from __future__ import annotations
 
-import logging
 import os
 import posixpath
 from collections.abc import Mapping
@@ -28,9 +27,10 @@ from agent.karmada.names import AGENT_KUBECONFIG_KEY, AGENT_KUBECONFIG_SECRET
 from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import PODS
+from agent.logs import get_logger
 from agent.options import Options
 
-log = logging.getLogger(__name__)
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 SERVICE_ACCOUNT_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
