@@ -2,16 +2,26 @@
 
 Cluster collectors follow karmada's pkg/metrics/cluster.go (label `member_cluster`), the Work sync
 histogram follows pkg/metrics/resource.go (label `result`), and the build-info gauge follows
-pkg/metrics/version.go. The client layer's rest_client_* / workqueue_* / controller_runtime_*
-metrics (agent.kube.metrics) are registered on the same registry.
+pkg/metrics/version.go. The client layer's rest_client_*, workqueue_*, controller_runtime_* and
+leader_election_master_status metrics (agent.kube.metrics) and the process collector are
+registered on the same registry.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import platform
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    disable_created_metrics,
+)
 
 from agent.karmada.quantity import QuantityError, parse_quantity
 from agent.kube.metrics import PrometheusMetrics
@@ -32,8 +42,36 @@ def _quantity_float(resources: dict[str, Any] | None, name: str) -> float | None
         return None
 
 
+class CertificateMetrics:
+    """The Karmada client certificate in use, and the rotations attempted."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.expiration = Gauge(
+            "karmada_agent_client_certificate_expiration_seconds",
+            "The notAfter of the client certificate the agent uses for the Karmada control "
+            "plane, in seconds since the Unix epoch.",
+            [CLUSTER_LABEL],
+            registry=registry,
+        )
+        self.rotations = Counter(
+            "karmada_agent_client_certificate_rotations",
+            "Rotations of the agent's Karmada client certificate, by result "
+            "('success' or 'error').",
+            [CLUSTER_LABEL, "result"],
+            registry=registry,
+        )
+
+    def observe(self, cluster: str, not_after: float) -> None:
+        """The certificate in use expires at `not_after`; the rotation counters exist."""
+        self.expiration.labels(cluster).set(not_after)
+        for result in ("success", "error"):
+            self.rotations.labels(cluster, result)
+
+
 class AgentMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
+        # No `<counter>_created` series: Go's client (upstream's agent) has none.
+        disable_created_metrics()  # type: ignore[no-untyped-call]
         self.registry = registry
         self.client = PrometheusMetrics(registry)
 
@@ -97,19 +135,6 @@ class AgentMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
-        # certRotation: the Karmada client certificate in use, and the rotations attempted.
-        self.client_certificate_expiration = gauge(
-            "karmada_agent_client_certificate_expiration_seconds",
-            "The notAfter of the client certificate the agent uses for the Karmada control "
-            "plane, in seconds since the Unix epoch.",
-        )
-        self.client_certificate_rotations = Counter(
-            "karmada_agent_client_certificate_rotations",
-            "Rotations of the agent's Karmada client certificate, by result "
-            "('success' or 'error').",
-            [CLUSTER_LABEL, "result"],
-            registry=registry,
-        )
         self.control_plane_unreachable = Counter(
             "karmada_agent_control_plane_unreachable",
             "Times the Karmada control plane became unreachable (a request got no response "
@@ -135,20 +160,44 @@ class AgentMetrics:
             registry=registry,
         )
         info = build_info()
+        # Upstream's labels (pkg/metrics/version.go); go_version stays empty, python_version is
+        # added.
         self.build_info = Gauge(
-            "karmada_agent_build_info",
-            "A metric with a constant '1' value labeled by the version, commit, build date, "
-            "Python version and platform karmada-agent was built from.",
-            ["git_version", "git_commit", "build_date", "python_version", "platform"],
+            "karmada_build_info",
+            "Karmada build metadata exposed as labels with a constant value of 1.",
+            [
+                "git_version",
+                "git_commit",
+                "git_short_commit",
+                "git_tree_state",
+                "build_date",
+                "go_version",
+                "compiler",
+                "platform",
+                "python_version",
+            ],
             registry=registry,
         )
         self.build_info.labels(
             git_version=info.git_version,
             git_commit=info.git_commit,
+            git_short_commit=info.git_commit[:7],
+            git_tree_state="clean" if info.git_commit != "unknown" else "unknown",
             build_date=info.build_date,
-            python_version=info.python_version,
+            go_version="",
+            compiler=platform.python_implementation(),
             platform=info.platform,
+            python_version=info.python_version,
         ).set(1)
+        # process_cpu_seconds_total, process_resident_memory_bytes, ... as controller-runtime's
+        # registry has them.
+        ProcessCollector(registry=registry)
+
+    @functools.cached_property
+    def certificates(self) -> CertificateMetrics:
+        """certRotation's metrics, declared when it starts on a client certificate (an idle
+        certRotation has nothing to report, and a family is never declared without samples)."""
+        return CertificateMetrics(self.registry)
 
     def record_cluster_status(self, cluster: str, status: dict[str, Any]) -> None:
         """Gauges from a Cluster's status, as upstream's RecordClusterStatus."""

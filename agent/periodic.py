@@ -21,7 +21,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +33,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from agent.kube.clock import REAL_CLOCK, Clock, TimerHandle
+from agent.kube.controller import ControllerMetrics
 from agent.kube.errors import KubeError
 from agent.kube.reachability import is_unreachable
 from agent.logs import get_logger
@@ -38,6 +41,17 @@ from agent.logs import get_logger
 log = get_logger(__name__)
 
 JobFunction = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class AsController:
+    """Report each run as a reconcile of the controller upstream runs for this job
+    (controller_runtime_* with `controller`; a successful run is `requeue_after`, as upstream's
+    periodic reconcilers return it)."""
+
+    metrics: ControllerMetrics
+    controller: str
+    workers: int = 1
 
 
 class _SkippedRunFilter(logging.Filter):
@@ -143,6 +157,7 @@ class Periodic:
         run_at_start: bool = True,
         misfire_grace_time: float | None = None,
         clock: Clock = REAL_CLOCK,
+        as_controller: AsController | None = None,
     ) -> None:
         if interval <= 0:
             raise ValueError("interval must be positive")
@@ -156,6 +171,7 @@ class Periodic:
         # and coalesced, as Go's wait.Until would; apscheduler's default would drop it.
         self._misfire = misfire_grace_time
         self.clock = clock
+        self.as_controller = as_controller
         self._scheduler: SharedScheduler | None = None
         self._inflight: set[asyncio.Task[Any]] = set()
         self.runs = 0
@@ -171,6 +187,10 @@ class Periodic:
         """Start scheduling on the loop's shared scheduler (call from inside the running loop)."""
         if self._scheduler is not None:
             return
+        if self.as_controller is not None:
+            self.as_controller.metrics.controller_started(
+                self.as_controller.controller, self.as_controller.workers
+            )
         scheduler = shared_scheduler(self.clock)
         trigger = IntervalTrigger(seconds=self.interval, jitter=self.jitter, timezone=UTC)
         grace = None if self._misfire is None else max(1, int(self._misfire))
@@ -188,9 +208,15 @@ class Periodic:
         task = asyncio.current_task()
         if task is not None:
             self._inflight.add(task)
+        started = time.monotonic()
+        outcome = "requeue_after"
+        reporting = self.as_controller
+        if reporting is not None:
+            reporting.metrics.worker_active(reporting.controller, 1)
         try:
             await self._func()
         except asyncio.CancelledError:
+            outcome = ""
             if self._scheduler is not None:
                 raise
             # Cancelled by stop() after its bound: expected, and not apscheduler's to report
@@ -198,6 +224,7 @@ class Periodic:
             log.debug("periodic job %s cancelled while stopping", self.name)
         except KubeError as exc:
             self.failures += 1
+            outcome = "error"
             if is_unreachable(exc):
                 # Reported once for the whole outage by the server's Reachability.
                 log.debug("periodic job %s failed: %s", self.name, exc)
@@ -205,8 +232,15 @@ class Periodic:
                 log.warning("periodic job %s failed: %s", self.name, exc)
         except Exception:
             self.failures += 1
+            outcome = "panic"
             log.exception("periodic job %s failed", self.name)
         finally:
+            if reporting is not None:
+                reporting.metrics.worker_active(reporting.controller, -1)
+                if outcome:
+                    reporting.metrics.reconcile(
+                        reporting.controller, outcome, time.monotonic() - started
+                    )
             if task is not None:
                 self._inflight.discard(task)
             self.runs += 1

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http import HTTPStatus
+from typing import cast
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.metrics_core import Metric
 
 from agent.logs import get_logger
 from agent.options import BindAddress
@@ -136,11 +138,24 @@ def health_routes(ready: ReadyCheck) -> dict[str, Route]:
     return {"/healthz": healthz, "/healthz/ping": healthz, "/readyz": readyz}
 
 
+class _WithSamples:
+    """The registry's families that have samples: a labelled metric nobody has set yet is left
+    out, as Go's Prometheus client leaves out a vector without children (prometheus_client
+    would print its HELP and TYPE alone)."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+
+    def collect(self) -> Iterator[Metric]:
+        return (family for family in self.registry.collect() if family.samples)
+
+
 def metrics_routes(registry: CollectorRegistry) -> dict[str, Route]:
     # The classic text format's content type: every Prometheus version parses it (newer
     # prometheus_client defaults to version=1.0.0, which older scrapers do not know).
     def metrics() -> Answer:
-        return 200, CONTENT_TYPE_PLAIN_0_0_4, generate_latest(registry)
+        exposed = cast(CollectorRegistry, _WithSamples(registry))
+        return 200, CONTENT_TYPE_PLAIN_0_0_4, generate_latest(exposed)
 
     return {"/metrics": metrics}
 

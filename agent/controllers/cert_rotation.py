@@ -55,11 +55,12 @@ from agent.certificates import (
 )
 from agent.context import AgentContext, Runnable
 from agent.controllers.kubeconfig_secret import SecretLocation, find_kubeconfig_secret
+from agent.karmada import names
 from agent.kube.config import ClientConfig
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import SECRETS
 from agent.logs import get_logger
-from agent.periodic import Periodic
+from agent.periodic import AsController, Periodic
 
 log = get_logger(__name__)
 
@@ -226,7 +227,12 @@ class CertRotation:
             return
         self._record_expiry(self._lifetime(config))
         self._periodic = Periodic(
-            f"cert-rotation-{self.ctx.cluster_name}", self._tick, self.interval
+            f"cert-rotation-{self.ctx.cluster_name}",
+            self._tick,
+            self.interval,
+            as_controller=AsController(
+                self.ctx.metrics.client, names.controller_component(CONTROLLER_NAME)
+            ),
         )
         await self._periodic.start()
         log.info(
@@ -254,9 +260,7 @@ class CertRotation:
         return certificate_lifetime(config.client_cert_pem)
 
     def _record_expiry(self, lifetime: Lifetime) -> None:
-        self.ctx.metrics.client_certificate_expiration.labels(self.ctx.cluster_name).set(
-            lifetime.not_after.timestamp()
-        )
+        self.ctx.metrics.certificates.observe(self.ctx.cluster_name, lifetime.not_after.timestamp())
 
     async def _tick(self) -> None:
         try:
@@ -283,7 +287,7 @@ class CertRotation:
             max(fraction, 0.0) * 100,
             lifetime.not_after.isoformat(),
         )
-        counter = self.ctx.metrics.client_certificate_rotations
+        counter = self.ctx.metrics.certificates.rotations
         try:
             await self._rotate(config, lifetime)
         except Exception:

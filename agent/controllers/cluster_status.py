@@ -47,7 +47,7 @@ from agent.kube.store import Store
 from agent.logs import get_logger
 from agent.metrics import AgentMetrics
 from agent.options import Options
-from agent.periodic import Periodic
+from agent.periodic import AsController, Periodic
 from agent.resources import CLUSTERS
 from agent.sources.cluster import ClusterWatch
 from agent.sources.link import ControlPlaneLink
@@ -304,6 +304,17 @@ class ClusterStatusController:
         """The scheduled sync job while running."""
         return self._periodic
 
+    @property
+    def _as_controller(self) -> AsController | None:
+        """Each pass is a reconcile of upstream's cluster-status-controller in the metrics."""
+        if self.metrics is None:
+            return None
+        return AsController(
+            self.metrics.client,
+            names.controller_component(self.name),
+            self.options.concurrent_cluster_syncs,
+        )
+
     # --- Runnable ------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -318,6 +329,7 @@ class ClusterStatusController:
             interval,
             jitter=min(2.0, interval * 0.1),
             clock=self._clock,
+            as_controller=self._as_controller,
         )
         await self._periodic.start()
 

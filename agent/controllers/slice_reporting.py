@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.context import AgentContext
-from agent.karmada import collected
+from agent.karmada import collected, names
 from agent.karmada.collected import Reporter
 from agent.kube.client import KubeClient
 from agent.kube.controller import Controller, Result, RetryableError
@@ -109,11 +109,12 @@ class SliceReportingController:
         self.works = ctx.sources.works
         self.slices = ctx.sources.member_slices
         self.reports = SliceReports(ctx.karmada, self.works, reporter)
+        component, metrics = names.controller_component(self.name), ctx.metrics.client
         self.queue: WorkQueue[Key] = WorkQueue(
-            self.name, rate_limiter=controller_rate_limiter(ctx.options)
+            component, rate_limiter=controller_rate_limiter(ctx.options), metrics=metrics
         )
         self.controller: Controller[Key] = Controller(
-            self.name, self.queue, self.reconcile, workers=self.workers
+            component, self.queue, self.reconcile, workers=self.workers, metrics=metrics
         )
         self._unsubscribe: list[Callable[[], None]] = []
         self._starter: asyncio.Task[None] | None = None

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agent.context import AgentContext
-from agent.karmada import collected
+from agent.karmada import collected, names
 from agent.karmada.status import without_status
 from agent.kube.client import GVR
 from agent.kube.controller import Controller, Result
@@ -41,11 +41,16 @@ class WorkController:
         self.log = get_logger(__name__).bind(controller=name, cluster=ctx.cluster_name)
         self.works: WorkInformer = ctx.sources.works
         self._remove_work_handler: Callable[[], None] | None = None
+        component, metrics = names.controller_component(name), ctx.metrics.client
         self.queue: WorkQueue[str] = WorkQueue(
-            name, rate_limiter=controller_rate_limiter(ctx.options)
+            component, rate_limiter=controller_rate_limiter(ctx.options), metrics=metrics
         )
         self.controller: Controller[str] = Controller(
-            name, self.queue, self.reconcile, workers=max(ctx.options.concurrent_work_syncs, 1)
+            component,
+            self.queue,
+            self.reconcile,
+            workers=max(ctx.options.concurrent_work_syncs, 1),
+            metrics=metrics,
         )
         self._unsubscribe: Callable[[], None] | None = None
         self._unsubscribe_config: list[Callable[[], None]] = []

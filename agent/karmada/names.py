@@ -32,6 +32,24 @@ AGENT_KUBECONFIG_KEY = "karmada-kubeconfig"
 # "karmada-agent" and takes the Update manager's fields over (agent.kube.managed_fields).
 UPSTREAM_AGENT_FIELD_MANAGERS = ("karmada-agent",)
 
+# Upstream's controller names (each controller's ControllerName constant), by --controllers name:
+# the source component of the Events a controller records, and the `controller` and `name`
+# labels of its work-queue and reconcile metrics.
+CONTROLLER_COMPONENTS = {
+    "clusterStatus": "cluster-status-controller",
+    "execution": "execution-controller",
+    "workStatus": "work-status-controller",
+    "serviceExport": "service-export-controller",
+    "endpointsliceCollect": "endpointslice-collect-controller",
+    "certRotation": "cert-rotation-controller",
+}
+
+
+def controller_component(controller: str) -> str:
+    """Upstream's name of the controller `--controllers` calls `controller`."""
+    return CONTROLLER_COMPONENTS[controller]
+
+
 # Labels
 MANAGED_LABEL = "karmada.io/managed"
 SYSTEM_LABEL = "karmada.io/system"

@@ -42,8 +42,13 @@ class RetryableError(Exception):
 
 
 class ControllerMetrics(Protocol):
-    """controller-runtime style: reconcile_total{result}, reconcile errors, reconcile time.
-    `result` is one of success, requeue, requeue_after, error, terminal_error."""
+    """controller-runtime's controller metrics: reconcile totals by result, errors, time, the
+    worker count and the workers busy. `result` is one of success, requeue, requeue_after,
+    error, terminal_error, panic (an exception of an unexpected type: a bug)."""
+
+    def controller_started(self, controller: str, workers: int) -> None: ...
+
+    def worker_active(self, controller: str, delta: int) -> None: ...
 
     def reconcile(self, controller: str, result: str, seconds: float) -> None: ...
 
@@ -79,6 +84,8 @@ class Controller(Generic[T]):
         """Start the workers in the background (see `run` to await them instead)."""
         if self._tasks:
             return
+        if self._metrics is not None:
+            self._metrics.controller_started(self.name, self.workers)
         self._tasks = [
             asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
             for i in range(self.workers)
@@ -129,6 +136,8 @@ class Controller(Generic[T]):
     async def _process(self, key: T) -> None:
         started = time.monotonic()
         outcome = "success"
+        if self._metrics is not None:
+            self._metrics.worker_active(self.name, 1)
         try:
             result = await self._reconcile(key)
         except asyncio.CancelledError:
@@ -138,7 +147,7 @@ class Controller(Generic[T]):
             self.queue.forget(key)
             log.error("%s: reconcile of %s failed for good: %s", self.name, key, exc)
         except Exception as exc:
-            outcome = "error"
+            outcome = "error" if isinstance(exc, KubeError | RetryableError) else "panic"
             self.queue.add_rate_limited(key)
             log.warning(
                 "%s: reconcile of %s failed (requeue %d): %s",
@@ -158,5 +167,8 @@ class Controller(Generic[T]):
                 self.queue.add_rate_limited(key)
             else:
                 self.queue.forget(key)
+        finally:
+            if self._metrics is not None:
+                self._metrics.worker_active(self.name, -1)
         if self._metrics is not None:
             self._metrics.reconcile(self.name, outcome, time.monotonic() - started)

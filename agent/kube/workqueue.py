@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Hashable
+from collections.abc import Callable, Collection, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from agent.kube.clock import REAL_CLOCK, Clock, TimerHandle
@@ -23,7 +23,12 @@ class QueueShutDownError(Exception):
 
 
 class QueueMetrics(Protocol):
-    """client-go's workqueue_* metrics: adds, depth, queue latency, work duration, retries."""
+    """client-go's workqueue_* metrics: adds, depth, queue latency, work duration, retries, and
+    (from `track`'s view of the keys in progress) unfinished work and the longest processor."""
+
+    def track(
+        self, name: str, in_flight: Callable[[], tuple[float, Collection[float]]]
+    ) -> None: ...
 
     def add(self, name: str) -> None: ...
 
@@ -61,6 +66,11 @@ class WorkQueue(Generic[T]):
         self._idle_waiters: list[asyncio.Future[None]] = []
         self._shutting_down = False
         self._drain = False
+        if metrics is not None:
+            metrics.track(name, self._in_flight)
+
+    def _in_flight(self) -> tuple[float, Collection[float]]:
+        return self._clock.now(), list(self._started_at.values())
 
     # --- adding --------------------------------------------------------------------------------
 
@@ -84,6 +94,8 @@ class WorkQueue(Generic[T]):
         if delay <= 0:
             self.add(item)
             return
+        if self._metrics is not None:
+            self._metrics.retry(self.name)  # client-go counts every add with a delay
         ready_at = self._clock.now() + delay
         pending = self._waiting.get(item)
         if pending is not None:
@@ -100,8 +112,6 @@ class WorkQueue(Generic[T]):
         self._waiting[item] = (ready_at, self._clock.call_later(delay, fire))
 
     def add_rate_limited(self, item: T) -> None:
-        if self._metrics is not None:
-            self._metrics.retry(self.name)
         self.add_after(item, self.rate_limiter.when(item))
 
     def forget(self, item: T) -> None:

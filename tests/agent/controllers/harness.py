@@ -12,6 +12,8 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from prometheus_client import CollectorRegistry
+
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
@@ -22,6 +24,7 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import ClientConfig
 from agent.kube.discovery import RESTMapper
 from agent.kube.errors import NotFoundError
+from agent.kube.metrics import PrometheusMetrics
 from agent.kube.resources import EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.options import Options
@@ -286,6 +289,7 @@ class _Child:
 class StubMetrics:
     def __init__(self) -> None:
         self.work_sync_workload_duration = _Observations()
+        self.client = PrometheusMetrics(CollectorRegistry())
 
     def results(self) -> list[str]:
         return [r for r, _ in self.work_sync_workload_duration.values]

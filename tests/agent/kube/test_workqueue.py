@@ -4,9 +4,11 @@ import asyncio
 import logging
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from agent.kube.clock import FakeClock
 from agent.kube.controller import Controller, Result, RetryableError, TerminalError
+from agent.kube.metrics import PrometheusMetrics
 from agent.kube.ratelimit import (
     BucketRateLimiter,
     ItemExponentialRateLimiter,
@@ -121,25 +123,44 @@ async def test_controller_outcomes() -> None:
         await asyncio.sleep(0)
         in_flight.discard(key)
         if key == "boom" and calls.count("boom") == 1:
-            raise RuntimeError("transient")
+            raise RetryableError("transient")
+        if key == "bug" and calls.count("bug") == 1:
+            raise RuntimeError("a bug")
         if key == "fatal":
             raise TerminalError("bad spec")
         if key == "later" and calls.count("later") == 1:
             return Result(requeue_after=30)
         return None
 
+    busy: list[int] = []
+
     class Metrics:
+        def controller_started(self, controller: str, workers: int) -> None:
+            outcomes.append((controller, f"started with {workers}"))
+
+        def worker_active(self, controller: str, delta: int) -> None:
+            busy.append(delta)
+
         def reconcile(self, controller: str, result: str, seconds: float) -> None:
             outcomes.append((controller, result))
 
     ctl = Controller("c", q, reconcile, workers=3, metrics=Metrics())
     ctl.start()
-    for key in ("ok", "boom", "fatal", "later"):
+    for key in ("ok", "boom", "fatal", "later", "bug"):
         q.add(key)
-    await wait_for(lambda: len(outcomes) == 4)
+    await wait_for(lambda: len(outcomes) == 6)
     assert sorted(outcomes) == sorted(
-        [("c", "success"), ("c", "error"), ("c", "terminal_error"), ("c", "requeue_after")]
+        [
+            ("c", "started with 3"),
+            ("c", "success"),
+            ("c", "error"),
+            ("c", "terminal_error"),
+            ("c", "requeue_after"),
+            ("c", "panic"),
+        ]
     )
+    assert sum(busy) == 0
+    assert busy.count(1) == 5
     assert q.num_requeues("boom") == 1
     assert q.num_requeues("fatal") == 0
     clock.advance(1.0)  # rate-limited retry of boom is due
@@ -197,3 +218,61 @@ async def test_expected_failures_are_logged_without_traceback(
     assert bug.exc_info  # a bug: the traceback is what someone needs
     assert q.num_requeues("expected") == 1  # both are retried
     assert q.num_requeues("bug") == 1
+
+
+async def test_prometheus_names_labels_and_in_flight_gauges() -> None:
+    """controller-runtime's names and labels: `name` and `controller` (both the controller's
+    name) on every workqueue series, `priority` on the depth; the in-progress gauges computed
+    at scrape time from the keys the workers hold; every reconcile series at zero from the
+    start."""
+    registry = CollectorRegistry()
+    metrics = PrometheusMetrics(registry)
+    clock = FakeClock()
+    q: WorkQueue[str] = WorkQueue("execution-controller", clock=clock, metrics=metrics)
+    release = asyncio.Event()
+
+    async def reconcile(key: str) -> Result | None:
+        if key == "slow":
+            await release.wait()
+        return Result(requeue_after=5) if key == "again" else None
+
+    ctl = Controller("execution-controller", q, reconcile, workers=2, metrics=metrics)
+    labels = {"name": "execution-controller", "controller": "execution-controller"}
+    value = registry.get_sample_value
+    ctl.start()
+    assert (
+        value("controller_runtime_max_concurrent_reconciles", {"controller": labels["name"]}) == 2
+    )
+    for result in ("success", "error", "requeue", "requeue_after"):
+        sample = {"controller": labels["name"], "result": result}
+        assert value("controller_runtime_reconcile_total", sample) == 0
+    assert value("workqueue_depth", {**labels, "priority": "0"}) == 0
+    q.add("slow")
+    q.add("again")
+    await wait_for(
+        lambda: (
+            value(
+                "controller_runtime_reconcile_total",
+                {"controller": labels["name"], "result": "requeue_after"},
+            )
+            == 1
+        )
+    )
+    clock.advance(3.0)
+    assert value("controller_runtime_active_workers", {"controller": labels["name"]}) == 1
+    assert value("workqueue_unfinished_work_seconds", labels) == 3.0
+    assert value("workqueue_longest_running_processor_seconds", labels) == 3.0
+    release.set()
+    await wait_for(
+        lambda: value("controller_runtime_active_workers", {"controller": labels["name"]}) == 0
+    )
+    assert value("workqueue_unfinished_work_seconds", labels) == 0.0
+    assert value("workqueue_adds_total", labels) == 2
+    assert value("workqueue_retries_total", labels) == 1  # the RequeueAfter
+    assert value("workqueue_work_duration_seconds_count", labels) == 2
+    assert value("workqueue_queue_duration_seconds_count", labels) == 2
+    assert (
+        value("controller_runtime_reconcile_time_seconds_count", {"controller": labels["name"]})
+        == 2
+    )
+    await ctl.stop(timeout=1)
