@@ -37,7 +37,7 @@ from agent.connections import (
 from agent.context import AgentContext, Runnable
 from agent.controllers.manager import ControllerManager
 from agent.events import EventRecorder
-from agent.karmada.names import leader_election_id
+from agent.karmada.names import EVENT_SOURCES, leader_election_id
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
@@ -306,7 +306,9 @@ class Agent:
             # QPS/burst budget, so a burst of Events never delays Work status writes (same
             # connections).
             events=EventRecorder(
-                KubeClient(self.karmada.transport.with_own_budget()), component="karmada-agent"
+                KubeClient(self.karmada.transport.with_own_budget()),
+                component="karmada-agent",
+                sources=EVENT_SOURCES,
             ),
             metrics=self.metrics,
             sources=sources,

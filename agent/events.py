@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -90,6 +90,7 @@ class EventRecorder:
         client: KubeClient,
         component: str = "karmada-agent",
         *,
+        sources: Mapping[str, str] | None = None,
         host: str = "",
         max_in_flight: int = 1000,
         writers: int = 2,
@@ -101,6 +102,9 @@ class EventRecorder:
     ) -> None:
         self.client = client
         self.component = component
+        # The component recording each reason (upstream's controllers name themselves), the
+        # default `component` for the others.
+        self.sources: Mapping[str, str] = sources or {}
         self.host = host
         self.max_in_flight = max_in_flight
         # Requests at once: client-go's broadcaster writes Events one after another; a couple
@@ -225,6 +229,7 @@ class EventRecorder:
         name = f"{reference['name']}.{int(now_wall * 1e9):x}"
         stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
         ref = {k: v for k, v in reference.items() if v}
+        component = self.sources.get(reason, self.component)
         body: JsonDict = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -233,11 +238,11 @@ class EventRecorder:
             "reason": reason,
             "message": message,
             "type": type_,
-            "source": {"component": self.component, **({"host": self.host} if self.host else {})},
+            "source": {"component": component, **({"host": self.host} if self.host else {})},
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
             "count": 1,
-            "reportingComponent": self.component,
+            "reportingComponent": component,
             "reportingInstance": self.host,
         }
         return _Series(

@@ -107,6 +107,23 @@ EVENT_REFLECT_STATUS_SUCCEED = "ReflectStatusSucceed"
 EVENT_REFLECT_STATUS_FAILED = "ReflectStatusFailed"
 EVENT_INTERPRET_HEALTH_SUCCEED = "InterpretHealthSucceed"
 EVENT_INTERPRET_HEALTH_FAILED = "InterpretHealthFailed"
+# Ours: a Work deleted without our cleanup, a Work deletion held after a long outage.
+EVENT_WORK_ORPHANED = "WorkOrphaned"
+EVENT_WORK_DELETION_HELD = "WorkDeletionHeld"
+
+# Which upstream controller records each Event (its source and reporting component): the
+# execution controller applies, the workStatus controller reflects status and health.
+EVENT_SOURCES = {
+    EVENT_WORK_DISPATCHING: CONTROLLER_COMPONENTS["execution"],
+    EVENT_SYNC_SUCCEED: CONTROLLER_COMPONENTS["execution"],
+    EVENT_SYNC_FAILED: CONTROLLER_COMPONENTS["execution"],
+    EVENT_WORK_ORPHANED: CONTROLLER_COMPONENTS["execution"],
+    EVENT_WORK_DELETION_HELD: CONTROLLER_COMPONENTS["execution"],
+    EVENT_REFLECT_STATUS_SUCCEED: CONTROLLER_COMPONENTS["workStatus"],
+    EVENT_REFLECT_STATUS_FAILED: CONTROLLER_COMPONENTS["workStatus"],
+    EVENT_INTERPRET_HEALTH_SUCCEED: CONTROLLER_COMPONENTS["workStatus"],
+    EVENT_INTERPRET_HEALTH_FAILED: CONTROLLER_COMPONENTS["workStatus"],
+}
 
 # Health values in Work.status.manifestStatuses[].health
 HEALTHY = "Healthy"

@@ -218,3 +218,25 @@ async def test_similar_events_are_combined_after_ten_messages() -> None:
         finally:
             await recorder.stop()
             await client.close()
+
+
+async def test_each_reason_names_the_controller_that_records_it() -> None:
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        recorder = EventRecorder(
+            client, component="karmada-agent", sources={"SyncSucceed": "execution-controller"}
+        )
+        try:
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            recorder.record(WORK, "Normal", "Other", "other")
+            assert await recorder.flush(5.0)
+            listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            by_reason = {e["reason"]: (e["source"], e["reportingComponent"]) for e in listed}
+            assert by_reason == {
+                "SyncSucceed": ({"component": "execution-controller"}, "execution-controller"),
+                "Other": ({"component": "karmada-agent"}, "karmada-agent"),
+            }
+        finally:
+            await recorder.stop()
+            await client.close()

@@ -43,7 +43,7 @@ JsonDict = dict[str, Any]
 Owned = tuple[Manifest, GVR, str, JsonDict]
 
 FINALIZER_UPDATE_ATTEMPTS = 5
-EVENT_WORK_ORPHANED = "WorkOrphaned"
+EVENT_WORK_ORPHANED = names.EVENT_WORK_ORPHANED
 
 
 class ClusterNotReadyError(RetryableError):

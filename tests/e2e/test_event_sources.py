@@ -1,0 +1,54 @@
+"""Events carry the upstream controller that records them as their source and reporting
+component (issue 24 item 5): after one Work, the execution controller's Events say
+`execution-controller`, the status ones `work-status-controller`, as upstream's do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent.kube.resources import EVENTS
+from agent.resources import WORKS
+from emulator.emulator import run_emulator
+from emulator.works import control_plane_work
+
+from .support import client_for, cluster_ready, configmap, eventually, running_agent, work_applied
+
+CLUSTER = "member1"
+ES = f"karmada-es-{CLUSTER}"
+EXPECTED = {
+    "WorkDispatching": "execution-controller",
+    "SyncSucceed": "execution-controller",
+    "InterpretHealthSucceed": "work-status-controller",
+}
+
+
+async def test_events_name_the_upstream_controller(tmp_path: Path) -> None:
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=CLUSTER) as member,
+    ):
+        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
+        member_kc = member.write_kubeconfig(tmp_path / "member")
+        admin = await client_for(karmada_kc)
+        try:
+            async with running_agent(karmada_kc, member_kc, CLUSTER):
+                await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
+                work = control_plane_work(CLUSTER, "one", [configmap("one")])
+                await admin.create(WORKS, work, namespace=ES)
+                await eventually(lambda: work_applied(admin, CLUSTER, "one"), what="applied")
+
+                async def sources() -> dict[str, tuple[str, str]]:
+                    events = (await admin.list(EVENTS, namespace=ES))["items"]
+                    found = {
+                        e["reason"]: (e["source"].get("component"), e.get("reportingComponent"))
+                        for e in events
+                    }
+                    assert set(EXPECTED) <= set(found), sorted(found)
+                    return found
+
+                found = await eventually(sources, what="the Work's Events")
+        finally:
+            await admin.close()
+    assert {reason: found[reason] for reason in EXPECTED} == {
+        reason: (component, component) for reason, component in EXPECTED.items()
+    }
