@@ -22,6 +22,17 @@ from tests.agent.controllers.harness import EXEC_NS, configmap, karmada_work
 LE_LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-system/leases/karmada-agent-member1"
 
 
+def electing(pair: Pair, lease: float, renew: float, **more: Any) -> Options:
+    """Options with leader election at short timings (retry every 200 ms)."""
+    return pair.options(
+        leader_elect=True,
+        leader_elect_lease_duration=timedelta(seconds=lease),
+        leader_elect_renew_deadline=timedelta(seconds=renew),
+        leader_elect_retry_period=timedelta(milliseconds=200),
+        **more,
+    )
+
+
 def start(options: Options, identity: str | None = None) -> tuple[Agent, asyncio.Task[int]]:
     agent = Agent(options, install_signal_handlers=False, identity=identity, shutdown_timeout=5)
     return agent, asyncio.create_task(agent.run())
@@ -111,12 +122,7 @@ async def test_missing_kubeconfig_exits_non_zero(tmp_path: Path) -> None:
 
 async def test_two_replicas_one_leader_and_takeover(tmp_path: Path) -> None:
     async with emulator_pair(tmp_path) as pair:
-        options = pair.options(
-            leader_elect=True,
-            leader_elect_lease_duration=timedelta(seconds=2),
-            leader_elect_renew_deadline=timedelta(seconds=1.5),
-            leader_elect_retry_period=timedelta(milliseconds=200),
-        )
+        options = electing(pair, 2, 1.5)
         first, first_task = start(options, identity="replica-a")
         await wait_for(lambda: _flag(first.leading), timeout=15)
         second, second_task = start(options, identity="replica-b")
@@ -148,12 +154,7 @@ async def test_lost_control_plane_lease_stops_controllers_and_campaigns_again(
     cannot renew it stops its controllers, but never exits: it campaigns again and leads once it
     can."""
     async with emulator_pair(tmp_path) as pair:
-        options = pair.options(
-            leader_elect=True,
-            leader_elect_lease_duration=timedelta(seconds=2),
-            leader_elect_renew_deadline=timedelta(seconds=1),
-            leader_elect_retry_period=timedelta(milliseconds=200),
-        )
+        options = electing(pair, 2, 1)
         agent, task = start(options, identity="replica-a")
         await wait_for(lambda: _flag(agent.leading), timeout=15)
         manager = agent.manager
@@ -352,13 +353,7 @@ async def test_a_live_upstream_lease_is_honoured_until_it_expires(
     async with emulator_pair(tmp_path) as pair, kube_client(pair.karmada_kubeconfig) as karmada:
         upstream = ForeignLeader(karmada, lease_duration)
         await wait_for(lambda: _flag(upstream.leading), timeout=10)
-        options = pair.options(
-            leader_elect=True,
-            leader_elect_lease_cluster=lease_cluster,
-            leader_elect_lease_duration=timedelta(seconds=lease_duration),
-            leader_elect_renew_deadline=timedelta(seconds=1.2),
-            leader_elect_retry_period=timedelta(milliseconds=200),
-        )
+        options = electing(pair, lease_duration, 1.2, leader_elect_lease_cluster=lease_cluster)
         ours, task = start(options, identity="python-agent")
         await wait_for(lambda: _registered(ours), timeout=15)
         # Several of upstream's renewals later, ours still does not lead.
@@ -385,12 +380,7 @@ async def test_this_agent_hands_over_to_an_upstream_agent(tmp_path: Path) -> Non
     """This one -> Go agent: with the default placement, an upstream candidate waits while ours
     leads and takes over at once when ours stops (ours releases the Lease)."""
     async with emulator_pair(tmp_path) as pair:
-        options = pair.options(
-            leader_elect=True,
-            leader_elect_lease_duration=timedelta(seconds=2),
-            leader_elect_renew_deadline=timedelta(seconds=1.2),
-            leader_elect_retry_period=timedelta(milliseconds=200),
-        )
+        options = electing(pair, 2, 1.2)
         ours, task = start(options, identity="python-agent")
         await wait_for(lambda: _flag(ours.leading), timeout=15)
         async with kube_client(pair.karmada_kubeconfig) as karmada:
@@ -405,12 +395,7 @@ async def test_this_agent_hands_over_to_an_upstream_agent(tmp_path: Path) -> Non
 
 async def test_leader_metric_follows_leadership(tmp_path: Path) -> None:
     async with emulator_pair(tmp_path) as pair:
-        options = pair.options(
-            leader_elect=True,
-            leader_elect_lease_duration=timedelta(seconds=2),
-            leader_elect_renew_deadline=timedelta(seconds=1.2),
-            leader_elect_retry_period=timedelta(milliseconds=200),
-        )
+        options = electing(pair, 2, 1.2)
         ours, task = start(options, identity="python-agent")
         await wait_for(lambda: _flag(ours.leading), timeout=15)
         sample = {"name": "karmada-agent-member1"}

@@ -17,8 +17,9 @@ from agent.kube.config import load_kubeconfig
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import SECRETS
 from agent.kube.transport import Transport
-from agent.options import parse_options
+from agent.options import Options, parse_options
 from agent.resources import CLUSTERS, WORKS
+from emulator.emulator import Emulator, run_emulator
 from tests import polling
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,6 +113,26 @@ async def work_applied(client: KubeClient, cluster: str, name: str) -> dict[str,
     return work if found and found["status"] == "True" else None
 
 
+def deployment(
+    name: str, *, replicas: int = 1, requests: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A Deployment in "default" whose Pods the emulator's workload simulator runs."""
+    labels = {"app": name}
+    container: dict[str, Any] = {"name": "app", "image": "nginx:1.27"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
 def configmap(name: str, data: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -119,6 +140,40 @@ def configmap(name: str, data: dict[str, str] | None = None) -> dict[str, Any]:
         "metadata": {"name": name, "namespace": "default"},
         "data": data if data is not None else {"k": name},
     }
+
+
+@contextlib.asynccontextmanager
+async def emulated_clusters(
+    tmp: Path, cluster: str = "member1"
+) -> AsyncIterator[tuple[Emulator, Emulator, Path, Path]]:
+    """An emulated control plane and member, with admin kubeconfigs for both."""
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=cluster) as member,
+    ):
+        yield (
+            cp,
+            member,
+            cp.write_kubeconfig(tmp / "karmada"),
+            member.write_kubeconfig(tmp / "member"),
+        )
+
+
+def agent_options(karmada_kc: Path, member_kc: Path, cluster: str, *flags: str) -> Options:
+    """The agent's options for these kubeconfigs: no listeners, a status pass a second, `flags`
+    last (later flags win)."""
+    return parse_options(
+        [
+            f"--karmada-kubeconfig={karmada_kc}",
+            f"--kubeconfig={member_kc}",
+            f"--cluster-name={cluster}",
+            "--cluster-api-endpoint=https://member1.example:6443",
+            "--cluster-status-update-frequency=1s",
+            "--metrics-bind-address=0",
+            "--health-probe-bind-address=0",
+            *flags,
+        ]
+    )
 
 
 @contextlib.asynccontextmanager

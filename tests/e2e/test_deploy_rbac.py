@@ -15,7 +15,6 @@ import pytest
 from agent.app import run
 from agent.kube.errors import ForbiddenError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, LEASES, NAMESPACES, SECRETS
-from agent.options import parse_options
 from agent.resources import (
     CLUSTERS,
     RESOURCE_INTERPRETER_CUSTOMIZATIONS,
@@ -28,8 +27,10 @@ from emulator.works import control_plane_work
 
 from .support import (
     DEPLOY,
+    agent_options,
     client_for,
     cluster_ready,
+    deployment,
     eventually,
     kubectl,
     service_account_token,
@@ -43,19 +44,7 @@ ES = f"karmada-es-{CLUSTER}"
 def exported_service(name: str) -> list[dict[str, object]]:
     labels = {"app": name}
     return [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": labels},
-                "template": {
-                    "metadata": {"labels": labels},
-                    "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]},
-                },
-            },
-        },
+        deployment(name),
         {
             "apiVersion": "v1",
             "kind": "Service",
@@ -94,16 +83,10 @@ async def test_register_apply_status_delete_under_deploy_rbac(tmp_path: Path) ->
             user=f"system:karmada:agent:{CLUSTER}",
             groups=["system:karmada:agents"],
         )
-        options = parse_options(
-            [
-                f"--karmada-kubeconfig={karmada_agent}",
-                f"--kubeconfig={member_agent}",
-                f"--cluster-name={CLUSTER}",
-                "--cluster-api-endpoint=https://member1.example:6443",
-                "--cluster-status-update-frequency=1s",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-            ]
+        options = agent_options(
+            karmada_agent,
+            member_agent,
+            CLUSTER,
         )
         stop = asyncio.Event()
         agent = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))

@@ -8,10 +8,17 @@ from pathlib import Path
 
 from agent.kube.resources import EVENTS
 from agent.resources import WORKS
-from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 
-from .support import client_for, cluster_ready, configmap, eventually, running_agent, work_applied
+from .support import (
+    client_for,
+    cluster_ready,
+    configmap,
+    emulated_clusters,
+    eventually,
+    running_agent,
+    work_applied,
+)
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
@@ -23,12 +30,7 @@ EXPECTED = {
 
 
 async def test_events_name_the_upstream_controller(tmp_path: Path) -> None:
-    async with (
-        run_emulator(profile="karmada", name="karmada") as cp,
-        run_emulator(profile="member", name=CLUSTER) as member,
-    ):
-        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
-        member_kc = member.write_kubeconfig(tmp_path / "member")
+    async with emulated_clusters(tmp_path) as (_, _, karmada_kc, member_kc):
         admin = await client_for(karmada_kc)
         try:
             async with running_agent(karmada_kc, member_kc, CLUSTER):

@@ -13,12 +13,18 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.app import Agent
-from agent.options import parse_options
 from agent.resources import WORKS
-from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 
-from .support import client_for, configmap, eventually, work_applied
+from .support import (
+    agent_options,
+    client_for,
+    configmap,
+    deployment,
+    emulated_clusters,
+    eventually,
+    work_applied,
+)
 
 CLUSTER = "member1"
 # What the real Go agent exposed after one Work against these emulators (its /metrics, less
@@ -69,28 +75,20 @@ QUEUES = ("execution-controller", "work-status-controller", "service-export-cont
 
 
 async def test_every_family_has_samples_after_one_work(tmp_path: Path) -> None:
-    async with (
-        run_emulator(profile="karmada", name="karmada") as cp,
-        run_emulator(profile="member", name=CLUSTER) as member,
-    ):
-        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
-        member_kc = member.write_kubeconfig(tmp_path / "member")
-        options = parse_options(
-            [
-                f"--karmada-kubeconfig={karmada_kc}",
-                f"--kubeconfig={member_kc}",
-                f"--cluster-name={CLUSTER}",
-                "--cluster-status-update-frequency=1s",
-                "--metrics-bind-address=127.0.0.1:0",
-                "--health-probe-bind-address=0",
-            ]
+    async with emulated_clusters(tmp_path) as (_, _, karmada_kc, member_kc):
+        options = agent_options(
+            karmada_kc, member_kc, CLUSTER, "--metrics-bind-address=127.0.0.1:0"
         )
         agent = Agent(options, install_signal_handlers=False, identity="scraped")
         task = asyncio.create_task(agent.run())
         admin = await client_for(karmada_kc)
         try:
             await eventually(lambda: _true(agent.leading.is_set()), timeout=30, what="leading")
-            work = control_plane_work(CLUSTER, "one", [configmap("one"), deployment("one")])
+            work = control_plane_work(
+                CLUSTER,
+                "one",
+                [configmap("one"), deployment("one", requests={"cpu": "100m", "memory": "64Mi"})],
+            )
             await admin.create(WORKS, work, namespace=f"karmada-es-{CLUSTER}")
             await eventually(
                 lambda: work_applied(admin, CLUSTER, "one"), timeout=30, what="applied"
@@ -143,26 +141,6 @@ async def test_every_family_has_samples_after_one_work(tmp_path: Path) -> None:
     assert labelled("leader_election_master_status", name=f"karmada-agent-{CLUSTER}") == [1.0]
     build = families["karmada_build_info"][1][0][1]
     assert {"git_version", "git_commit", "build_date", "compiler", "platform"} <= set(build)
-
-
-def deployment(name: str) -> dict[str, object]:
-    """One replica with requests: the member's Pods give the cluster's allocated resources."""
-    labels = {"app": name}
-    container = {
-        "name": "app",
-        "image": "nginx:1.27",
-        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
-    }
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
 
 
 async def _true(value: bool) -> bool:

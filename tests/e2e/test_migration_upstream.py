@@ -23,13 +23,11 @@ from agent.app import EXIT_OK, Agent
 from agent.kube.client import KubeClient
 from agent.kube.errors import ConflictError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, LEASES
-from agent.options import parse_options
 from agent.resources import WORKS
-from emulator.emulator import run_emulator
 from emulator.upstream import UpstreamKarmadaAgent, binary, missing_reason
 from emulator.works import control_plane_work
 
-from .support import client_for, eventually, work_applied
+from .support import agent_options, client_for, emulated_clusters, eventually, work_applied
 
 pytestmark = [
     pytest.mark.skipif(binary("karmada-agent") is None, reason=missing_reason("karmada-agent")),
@@ -74,16 +72,7 @@ class Renewals:
 async def our_agent(
     karmada_kc: Path, member_kc: Path
 ) -> AsyncIterator[tuple[Agent, asyncio.Task[int]]]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-            *LEADER_FLAGS,
-        ]
-    )
+    options = agent_options(karmada_kc, member_kc, CLUSTER, *LEADER_FLAGS)
     agent = Agent(
         options, install_signal_handlers=False, identity="python-agent", shutdown_timeout=10
     )
@@ -97,12 +86,7 @@ async def our_agent(
 
 
 async def test_go_agent_to_ours_and_back(tmp_path: Path) -> None:
-    async with (
-        run_emulator(profile="karmada", name="karmada") as cp,
-        run_emulator(profile="member", name=CLUSTER) as member,
-    ):
-        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
-        member_kc = member.write_kubeconfig(tmp_path / "member")
+    async with emulated_clusters(tmp_path) as (_, _, karmada_kc, member_kc):
         admin = await client_for(karmada_kc)
         member_admin = await client_for(member_kc)
         renewals = Renewals(admin)

@@ -21,7 +21,6 @@ import pytest
 from agent.app import run
 from agent.kube.client import KubeClient
 from agent.kube.resources import CONFIGMAPS, NAMESPACES
-from agent.options import parse_options
 from agent.resources import CLUSTERS, WORKS
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
@@ -29,6 +28,7 @@ from emulator.works import control_plane_work
 
 from .support import (
     DEPLOY,
+    agent_options,
     client_for,
     cluster_ready,
     configmap,
@@ -132,17 +132,11 @@ async def installed(tmp: Path, rbac: RbacSet) -> AsyncIterator[tuple[Emulator, P
 
 @asynccontextmanager
 async def agent(karmada_kc: Path, member_kc: Path, *flags: str) -> AsyncIterator[asyncio.Task[int]]:
-    options = parse_options(
-        [
-            f"--karmada-kubeconfig={karmada_kc}",
-            f"--kubeconfig={member_kc}",
-            f"--cluster-name={CLUSTER}",
-            "--cluster-api-endpoint=https://member1.example:6443",
-            "--cluster-status-update-frequency=1s",
-            "--metrics-bind-address=0",
-            "--health-probe-bind-address=0",
-            *flags,
-        ]
+    options = agent_options(
+        karmada_kc,
+        member_kc,
+        CLUSTER,
+        *flags,
     )
     stop = asyncio.Event()
     task = asyncio.create_task(run(options, stop_event=stop, install_signal_handlers=False))
