@@ -178,7 +178,7 @@ async def test_a_leader_renews_with_one_update_and_reads_after_a_conflict() -> N
 async def test_no_renewal_after_the_release() -> None:
     """Cancelling run() ends the renewals before the Lease is released: a renewal after the
     release would take the Lease again for a leader that has stopped."""
-    api = FakeApi()
+    api = await karmada_system()
     log: list[str] = []
     clock = FakeClock()
     le = elector(api, "a", log, clock)
@@ -186,23 +186,27 @@ async def test_no_renewal_after_the_release() -> None:
     await wait_for(lambda: log == ["start a"])
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
-    assert lease(api)["spec"]["holderIdentity"] is None
-    calls = len(api.calls)
+    assert "holderIdentity" not in lease(api)["spec"]
+    calls = len(api.wire.calls)
     for _ in range(10):
         clock.advance(0.2)
         for _ in range(5):
             await asyncio.sleep(0)
-    assert len(api.calls) == calls
-    assert lease(api)["spec"]["holderIdentity"] is None
+    assert len(api.wire.calls) == calls
+    assert "holderIdentity" not in lease(api)["spec"]
 
 
 async def test_wait_until_free_waits_for_a_live_holder_only() -> None:
-    api = FakeApi()
-    api.seed(
+    api = await karmada_system()
+    await api.admin.create(
         PATH,
         {
             "metadata": {"name": "karmada-agent-member1", "namespace": "karmada-system"},
-            "spec": {"holderIdentity": "upstream", "leaseDurationSeconds": 1, "renewTime": "t0"},
+            "spec": {
+                "holderIdentity": "upstream",
+                "leaseDurationSeconds": 1,
+                "renewTime": micro_time(),
+            },
         },
     )
     clock = FakeClock()
@@ -211,12 +215,19 @@ async def test_wait_until_free_waits_for_a_live_holder_only() -> None:
     await wait_for(lambda: le.leader == "upstream")
 
     async def next_attempt() -> None:
-        attempts = len(api.calls)
+        attempts = len(api.wire.calls)
         clock.advance(0.5)
-        await wait_for(lambda: len(api.calls) > attempts or waiting.done())
+        await wait_for(lambda: len(api.wire.calls) > attempts or waiting.done())
+
+    async def renewed_by_its_holder() -> None:
+        current = lease(api)
+        await api.admin.update(
+            f"{PATH}/karmada-agent-member1",
+            {**current, "spec": {**current["spec"], "renewTime": micro_time()}},
+        )
 
     for _ in range(4):  # renewed by its holder: never free
-        lease(api)["spec"]["renewTime"] = f"t{clock.now()}"
+        await renewed_by_its_holder()
         await next_attempt()
     assert not waiting.done()
     for _ in range(4):  # no longer renewed: free once a lease duration passed on our clock
