@@ -4,12 +4,14 @@ Serves an emulated API server until SIGTERM or SIGINT (then exits 0). The admin
 kubeconfig (https server, CA data embedded, bearer token) is written to FILE only once
 the server accepts requests, so a script can wait for the file to appear.
 
-Admission webhooks configured by a Service reference (or by a url naming the Service's DNS
-name, `https://NAME.NAMESPACE.svc...`) are reached at the address
-`--webhook-service NAMESPACE/NAME=HOST:PORT` gives (repeatable): the emulator has no cluster
-network, so e.g. `--webhook-service karmada-system/karmada-webhook=127.0.0.1:8443` lets it call a
-karmada-webhook running on this machine (its certificate must still name
-`karmada-webhook.karmada-system.svc`).
+Services the emulator calls (admission webhooks configured by a Service reference or by a url
+naming the Service's DNS name `https://NAME.NAMESPACE.svc...`, and the backends of APIServices)
+are reached at the address `--service NAMESPACE/NAME=HOST:PORT` gives (repeatable; also spelled
+`--webhook-service`): the emulator has no cluster network, so e.g.
+`--service karmada-system/karmada-webhook=127.0.0.1:8443` lets it call a karmada-webhook running
+on this machine (its certificate must still name `karmada-webhook.karmada-system.svc`), and
+`--service karmada-system/karmada-aggregated-apiserver=127.0.0.1:7443` lets it proxy
+cluster.karmada.io to a karmada-aggregated-apiserver.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from .emulator import run_emulator
+from .services import parse_service_address
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -41,12 +44,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="evaluate RBAC (default) or allow every authenticated request",
     )
     parser.add_argument(
+        "--service",
         "--webhook-service",
+        dest="service",
         action="append",
         default=[],
         type=_service_address,
         metavar="NAMESPACE/NAME=HOST:PORT",
-        help="where admission webhooks referring to a Service are called (repeatable)",
+        help="where a Service (an admission webhook's, an APIService's) is reached (repeatable)",
     )
     parser.add_argument(
         "--all-crds",
@@ -61,12 +66,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def _service_address(text: str) -> tuple[str, str]:
-    service, _, address = text.partition("=")
-    namespace, _, name = service.partition("/")
-    host, _, port = address.rpartition(":")
-    if not (namespace and name and host and port.isdigit()):
-        raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}")
-    return f"{namespace}/{name}", address
+    try:
+        return parse_service_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def serve(args: argparse.Namespace) -> int:
@@ -81,7 +84,7 @@ async def serve(args: argparse.Namespace) -> int:
         authorization=args.authorization,
         all_crds=args.all_crds,
     ) as emu:
-        emu.api.admission.client.services.update(args.webhook_service)
+        emu.api.services.update(args.service)
         # run_emulator yields once /readyz answered over HTTPS.
         emu.write_kubeconfig(args.kubeconfig_out)
         print(f"{args.profile} emulator {emu.name} serving at {emu.url}", flush=True)

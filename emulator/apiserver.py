@@ -28,7 +28,9 @@ from .local import LocalClient
 from .rbac import forbidden_for
 from .registry import JSON, Registry, ResourceType
 from .requestinfo import RequestAttributes, parse_request_info
+from .services import ServiceNetwork
 from .storage import Storage
+from .webhook_call import WebhookClient
 from .wire import SYSTEM_ADMIN, ApiRequest, ApiResponse, UserInfo
 
 log = logging.getLogger(__name__)
@@ -98,8 +100,9 @@ class ApiServer:
         self.subresource_handlers: dict[tuple[str, str, str], SubresourceFn] = {}
         self.hooks: list[Hook] = []
         self.config = config or ServerConfig()
-        # Admission webhooks; `admission.client.services` maps Service references to addresses.
-        self.admission = WebhookAdmission(self.registry, self.storage)
+        # Where Services are reached (webhooks, aggregated API servers): no cluster network.
+        self.services = ServiceNetwork()
+        self.admission = WebhookAdmission(self.registry, self.storage, WebhookClient(self.services))
         self.handlers = Handlers(
             Backend(
                 self.registry, self.storage, self.config, engines,

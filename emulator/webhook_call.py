@@ -3,8 +3,8 @@
 The AdmissionReview goes to `clientConfig.url`, or to the Service `clientConfig.service` names
 (`https://<name>.<namespace>.svc:<port><path>`), with the server's certificate checked against
 `clientConfig.caBundle` (the system roots when it is empty). The emulator runs no cluster
-network, so a Service reference is dialled at the address `services["<namespace>/<name>"]`
-gives (`host:port`), still verifying the certificate for `<name>.<namespace>.svc`; without an
+network, so a Service reference is dialled at the address the `ServiceNetwork` gives
+(emulator.services), still verifying the certificate for `<name>.<namespace>.svc`; without an
 entry the Service's DNS name is dialled, which fails as kube-apiserver fails when it cannot
 reach the Service. A `url` whose host is a Service's DNS name (`<name>.<namespace>.svc`, as
 karmada-webhook's configuration has it) is dialled the same way.
@@ -19,12 +19,13 @@ import asyncio
 import base64
 import json
 import re
-import socket
 import ssl
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+
+from .services import ServiceNetwork, dial_error, service_dns_name
 
 JSON = dict[str, Any]
 REVIEW_GROUP = "admission.k8s.io"
@@ -59,12 +60,12 @@ class Target:
 _SERVICE_HOST = re.compile(r"^([^.]+)\.([^.]+)\.svc(\.cluster\.local)?$")
 
 
-def _target(config: JSON, services: dict[str, str], timeout: int) -> Target:
+def _target(config: JSON, services: ServiceNetwork, timeout: int) -> Target:
     query = f"?timeout={timeout}s"
     service = config.get("service")
     if isinstance(service, dict):
         ns, name = service.get("namespace"), service.get("name")
-        dns = f"{name}.{ns}.svc"
+        dns = service_dns_name(str(ns), str(name))
         port = int(service.get("port") or 443)
         path = str(service.get("path") or "/") + query
         url = f"https://{dns}:{port}{path}"
@@ -74,17 +75,16 @@ def _target(config: JSON, services: dict[str, str], timeout: int) -> Target:
         dns, port, path = parsed.host, parsed.port or 443, parsed.raw_path.decode()
         found = _SERVICE_HOST.match(dns)
         ns, name = (found.group(2), found.group(1)) if found else ("", "")
-    mapped = services.get(f"{ns}/{name}")
-    if mapped:
-        host, _, mapped_port = mapped.rpartition(":")
-        return Target(url, host.strip("[]"), int(mapped_port), path, dns)
+    mapped = services.address(str(ns), str(name))
+    if mapped is not None:
+        return Target(url, mapped[0], mapped[1], path, dns)
     return Target(url, dns, port, path, dns)
 
 
 class WebhookClient:
-    def __init__(self, services: dict[str, str] | None = None) -> None:
-        # "<namespace>/<name>" of a Service -> "host:port" the emulator can reach.
-        self.services: dict[str, str] = dict(services or {})
+    def __init__(self, services: ServiceNetwork | None = None) -> None:
+        # Shared with the aggregation layer: one map of Services to addresses.
+        self.services = services if services is not None else ServiceNetwork()
         # Connections are kept and reused, as kube-apiserver's webhook clients do: one client
         # per trust bundle and certificate name (and event loop).
         self._clients: dict[tuple[str, str, int], httpx.AsyncClient] = {}
@@ -149,7 +149,7 @@ async def _post(
             name, f"failed to call webhook: {shown}: context deadline exceeded"
         ) from exc
     except httpx.HTTPError as exc:
-        detail = _dial_error(exc, target)
+        detail = dial_error(exc, target.host, target.port, target.server_name)
         raise CallingError(name, f"failed to call webhook: {shown}: {detail}") from exc
     if resp.status_code >= 300:
         raise CallingError(name, f"failed to call webhook: {_status_error(resp)}")
@@ -157,34 +157,6 @@ async def _post(
         return resp.json()
     except ValueError as exc:
         raise CallingError(name, f"failed to call webhook: {exc}") from exc
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    seen: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and cur not in seen:
-        seen.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return seen
-
-
-def _dial_error(exc: httpx.HTTPError, target: Target) -> str:
-    address = f"{target.host}:{target.port}"
-    for cause in _causes(exc):
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            if "mismatch" in (cause.verify_message or ""):
-                return (
-                    "tls: failed to verify certificate: x509: certificate is not valid for "
-                    f"{target.server_name}"
-                )
-            return (
-                "tls: failed to verify certificate: x509: certificate signed by unknown authority"
-            )
-        if isinstance(cause, ConnectionRefusedError):
-            return f"dial tcp {address}: connect: connection refused"
-        if isinstance(cause, socket.gaierror):
-            return f"dial tcp: lookup {target.host}: no such host"
-    return str(exc) or type(exc).__name__
 
 
 def _status_error(resp: httpx.Response) -> str:

@@ -422,7 +422,7 @@ async def test_service_references_resolve_through_the_address_map(
     hooks: Hooks, server: WebhookServer, api: httpx.AsyncClient, emu: Emulator
 ) -> None:
     server.answer("svc", lambda r: {"allowed": False, "status": {"message": "via service"}})
-    emu.api.admission.client.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
+    emu.api.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
     service = {"namespace": "webhooks", "name": "hooks", "path": "/svc", "port": 8443}
     config = await hooks.validating(
         "svc",
@@ -559,7 +559,7 @@ async def test_karmada_style_service_url_and_v1beta1_reviews(
     patch = json_patch([{"op": "add", "path": "/metadata/labels", "value": {"id": "w-1"}}])
     del patch["patchType"]
     server.answer("mutate-work", lambda r: patch)
-    emu.api.admission.client.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
+    emu.api.services["webhooks/hooks"] = f"127.0.0.1:{server.port}"
     config = {"url": "https://hooks.webhooks.svc:443/mutate-work", "caBundle": server.ca_bundle}
     await hooks.mutating(
         "mutating-config",

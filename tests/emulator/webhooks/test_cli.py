@@ -1,4 +1,4 @@
-"""`python -m emulator --webhook-service`: where Service-referenced webhooks are called."""
+"""`python -m emulator --service` (alias `--webhook-service`): where Services are reached."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from emulator.__main__ import parse_args
 def test_command_line_maps_services_to_addresses(capsys: pytest.CaptureFixture[str]) -> None:
     args = parse_args(
         ["--kubeconfig-out", "k", "--webhook-service", "karmada-system/karmada-webhook=127.0.0.1:8443",
-         "--webhook-service", "hooks/h=[::1]:9443"]
+         "--service", "hooks/h=[::1]:9443"]
     )  # fmt: skip
-    assert dict(args.webhook_service) == {
+    assert dict(args.service) == {
         "karmada-system/karmada-webhook": "127.0.0.1:8443",
         "hooks/h": "[::1]:9443",
     }

@@ -42,7 +42,7 @@ async def emu() -> AsyncIterator[Emulator]:
 async def server(emu: Emulator) -> AsyncIterator[WebhookServer]:
     hooks = WebhookServer(CertificateAuthority.generate("karmada-webhook-ca"), dns_names=(SERVICE,))
     await hooks.start()
-    emu.api.admission.client.services["karmada-system/karmada-webhook"] = f"127.0.0.1:{hooks.port}"
+    emu.api.services["karmada-system/karmada-webhook"] = f"127.0.0.1:{hooks.port}"
     yield hooks
     await hooks.stop()
 
