@@ -1,8 +1,8 @@
 """Request authentication, as kube-apiserver's authenticator chain.
 
-Order and outcomes follow kube-apiserver: a verified client certificate first,
-then the bearer token (static tokens, bound and legacy service-account tokens,
-bootstrap tokens). Credentials that are presented but not accepted give 401 without any
+Order and outcomes follow kube-apiserver: a front proxy's certificate with the identity it
+names in headers (requestheader), a client certificate signed by the client CA, then the bearer
+token (static tokens, bound and legacy service-account tokens, bootstrap tokens). Credentials that are presented but not accepted give 401 without any
 anonymous fallback; a request without credentials is `system:anonymous` when
 anonymous access is enabled. Every authenticated identity also gets
 `system:authenticated`.
@@ -24,6 +24,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from . import errors
 from .pki import InvalidTokenError, ServiceAccountTokenIssuer
+from .requestheader import RequestHeaderConfig, UntrustedProxyError, issued_by
 from .timefmt import parse_time
 from .tokenrequest import authenticate_bound_token
 from .wire import ApiRequest, UserInfo
@@ -115,16 +116,31 @@ class Authenticator:
         lookup: Lookup,
         clock: Callable[[], datetime] = _utcnow,
         anonymous: bool = True,
+        client_ca_pem: bytes | None = None,
+        requestheader: RequestHeaderConfig | None = None,
     ) -> None:
         self.static_tokens = dict(static_tokens)
         self.sa_tokens = sa_tokens
         self.lookup = lookup
         self.clock = clock
         self.anonymous = anonymous
+        # The TLS layer accepts certificates of both CAs: each authenticator checks its own.
+        self.client_cas = (
+            tuple(x509.load_pem_x509_certificates(client_ca_pem)) if client_ca_pem else ()
+        )
+        self.requestheader = requestheader
 
     def authenticate(self, req: ApiRequest) -> UserInfo:
         """The request's identity; raises errors.unauthorized() for rejected credentials."""
         failed = False
+        if req.peer_cert_der is not None and self.requestheader is not None:
+            cert = x509.load_der_x509_certificate(req.peer_cert_der)
+            try:
+                proxied = self.requestheader.authenticate(req, cert)
+            except UntrustedProxyError:
+                proxied = None
+            if proxied is not None:
+                return with_authenticated(proxied)
         if req.peer_cert_der is not None:
             try:
                 user = self.user_from_certificate(req.peer_cert_der)
@@ -148,6 +164,8 @@ class Authenticator:
         kube's x509 authenticator checks on top (validity now, client-auth usage). None when
         the certificate names nobody (empty CN); ValueError when it is not acceptable."""
         cert = x509.load_der_x509_certificate(der)
+        if self.client_cas and not any(issued_by(cert, ca) for ca in self.client_cas):
+            raise ValueError("x509: certificate signed by unknown authority")
         now = self.clock()
         if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
             raise ValueError("x509: certificate has expired or is not yet valid")

@@ -10,6 +10,12 @@
 It builds CORE's ApiServer with AUTH's CA, authenticator and authorizer, registers the
 profile's types, seeds it and runs its controllers, and serves it over HTTPS on
 127.0.0.1 with fault injection and request accounting in front.
+
+Like a kubeadm control plane it has a second CA for its front proxy (`front_proxy_ca`): the
+aggregation layer presents its `front-proxy-client` certificate to aggregated API servers, and
+the server itself trusts that CA's front proxies to name users in headers (`requestheader`;
+another front proxy's configuration can be given instead, to run the emulator as an aggregated
+API server behind another emulator).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from .https import HttpsServer
 from .kubeconfig import build_kubeconfig, write_kubeconfig
 from .pki import CertificateAuthority, ServiceAccountTokenIssuer
 from .profiles import profile_by_name
+from .requestheader import FRONT_PROXY_CLIENT, RequestHeaderConfig
 from .transport import EmulatorTransport
 from .wire import UserInfo
 from .wiring import build_api_server
@@ -75,11 +82,15 @@ class Emulator:
         fault_seed: int | None = None,
         admin_token: str | None = None,
         all_crds: bool = False,
+        requestheader: RequestHeaderConfig | None = None,
     ) -> None:
         self.profile_name = profile
         self.name = name or DEFAULT_NAMES.get(profile, profile)
         self.profile = profile_by_name(profile, self.name, all_crds=all_crds)
         self.ca = CertificateAuthority.generate(f"{self.name}-ca")
+        self.front_proxy_ca = CertificateAuthority.generate(f"{self.name}-front-proxy-ca")
+        self.front_proxy_client = self.front_proxy_ca.issue(FRONT_PROXY_CLIENT, usage="client")
+        self.requestheader = requestheader or RequestHeaderConfig(self.front_proxy_ca.cert_pem)
         self.sa_tokens = ServiceAccountTokenIssuer.generate()
         self.admin_token = admin_token or secrets.token_urlsafe(32)
         self.api = build_api_server(
@@ -88,6 +99,7 @@ class Emulator:
             static_tokens={self.admin_token: ADMIN_USER},
             authorization=authorization,
             fixed_uids=self.profile.fixed_uids,
+            requestheader=self.requestheader,
         )
         for resource_type in self.profile.types:
             self.api.register_type(resource_type)
@@ -104,7 +116,10 @@ class Emulator:
             ips=("127.0.0.1",),
             usage="server",
         )
-        self.server = HttpsServer(self.front, cert_pem, key_pem, self.ca.cert_pem, port=port)
+        # kube-apiserver's TLS accepts client certificates of both CAs; each authenticator then
+        # checks the one it trusts.
+        client_cas = self.ca.cert_pem + self.requestheader.ca_pem
+        self.server = HttpsServer(self.front, cert_pem, key_pem, client_cas, port=port)
         routes["connections"] = self.server.connection_log.http
         self.faults.attach(self.server)
         self.knobs = knobs or Knobs()
@@ -137,6 +152,7 @@ class Emulator:
             cluster_name=self.name,
             knobs=self.knobs,
             server_url=self.url,
+            authentication_info=self.requestheader.configmap_data(self.ca.cert_pem),
         )
         await self.profile.seed(ctx)
         for controller in self.profile.controllers:
@@ -315,9 +331,11 @@ async def run_emulator(
     fault_seed: int | None = None,
     admin_token: str | None = None,
     all_crds: bool = False,
+    requestheader: RequestHeaderConfig | None = None,
 ) -> AsyncIterator[Emulator]:
     """Build, start and (on exit) stop an emulator; yields it once it accepts requests.
-    `all_crds` (karmada profile): every CRD Karmada publishes, as a full control plane has."""
+    `all_crds` (karmada profile): every CRD Karmada publishes, as a full control plane has.
+    `requestheader`: trust this front proxy instead of the emulator's own."""
     emu = Emulator(
         profile,
         name=name,
@@ -327,6 +345,7 @@ async def run_emulator(
         fault_seed=fault_seed,
         admin_token=admin_token,
         all_crds=all_crds,
+        requestheader=requestheader,
     )
     await emu.start()
     try:

@@ -372,6 +372,171 @@ def default_cluster_role_bindings() -> list[dict[str, Any]]:
     ]
 
 
+def _role(namespace: str, name: str, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "Role",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(BOOTSTRAP_LABELS),
+            "annotations": dict(AUTOUPDATE),
+        },
+        "rules": copy.deepcopy(rules),
+    }
+
+
+def _role_binding(
+    namespace: str,
+    name: str,
+    role: str,
+    *,
+    users: tuple[str, ...] = (),
+    service_accounts: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    subjects = [{"apiGroup": RBAC_GROUP, "kind": "User", "name": u} for u in users]
+    subjects += [
+        {"kind": "ServiceAccount", "name": sa, "namespace": "kube-system"}
+        for sa in service_accounts
+    ]
+    return {
+        "apiVersion": RBAC_API_VERSION,
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": dict(BOOTSTRAP_LABELS),
+            "annotations": dict(AUTOUPDATE),
+        },
+        "roleRef": {"apiGroup": RBAC_GROUP, "kind": "Role", "name": role},
+        "subjects": subjects,
+    }
+
+
+AUTHENTICATION_READER = "extension-apiserver-authentication-reader"
+_EVENTS = _rule(["create", "update", "patch"], ["", "events.k8s.io"], ["events"])
+_BOOTSTRAP_SIGNER = "system:controller:bootstrap-signer"
+_CLOUD_PROVIDER = "system:controller:cloud-provider"
+_TOKEN_CLEANER = "system:controller:token-cleaner"
+_LOCK_KCM = "system::leader-locking-kube-controller-manager"
+_LOCK_SCHEDULER = "system::leader-locking-kube-scheduler"
+
+
+def default_namespace_roles() -> list[dict[str, Any]]:
+    """The Roles kube's bootstrap policy puts into kube-system and kube-public."""
+    return [
+        # Who may read the front-proxy and client trust an aggregated API server configures
+        # itself from (kube-system/extension-apiserver-authentication).
+        _role(
+            "kube-system",
+            AUTHENTICATION_READER,
+            [
+                {
+                    **_rule(READ, [""], ["configmaps"]),
+                    "resourceNames": ["extension-apiserver-authentication"],
+                }
+            ],
+        ),
+        _role("kube-system", _BOOTSTRAP_SIGNER, [_rule(READ, [""], ["secrets"])]),
+        _role(
+            "kube-system",
+            _CLOUD_PROVIDER,
+            [_rule(["create", "get", "list", "watch"], [""], ["configmaps"])],
+        ),
+        _role(
+            "kube-system",
+            _TOKEN_CLEANER,
+            [_rule(["get", "list", "watch", "delete"], [""], ["secrets"]), _EVENTS],
+        ),
+        _role(
+            "kube-system",
+            _LOCK_KCM,
+            [
+                _rule(["watch"], [""], ["configmaps"]),
+                {
+                    **_rule(["get", "update"], [""], ["configmaps"]),
+                    "resourceNames": ["kube-controller-manager"],
+                },
+                _rule(
+                    ["get", "watch", "list", "create", "update"],
+                    ["coordination.k8s.io"],
+                    ["leases"],
+                ),
+            ],
+        ),
+        _role(
+            "kube-system",
+            _LOCK_SCHEDULER,
+            [
+                _rule(["watch"], [""], ["configmaps"]),
+                {
+                    **_rule(["get", "update"], [""], ["configmaps"]),
+                    "resourceNames": ["kube-scheduler"],
+                },
+            ],
+        ),
+        _role(
+            "kube-public",
+            _BOOTSTRAP_SIGNER,
+            [
+                _rule(READ, [""], ["configmaps"]),
+                {**_rule(["update"], [""], ["configmaps"]), "resourceNames": ["cluster-info"]},
+                _EVENTS,
+            ],
+        ),
+    ]
+
+
+def default_namespace_role_bindings() -> list[dict[str, Any]]:
+    """The RoleBindings of kube's bootstrap policy (the authentication reader's binding is
+    named with the "system::" prefix; its Role is not)."""
+    return [
+        _role_binding(
+            "kube-system",
+            "system::" + AUTHENTICATION_READER,
+            AUTHENTICATION_READER,
+            users=("system:kube-controller-manager", "system:kube-scheduler"),
+        ),
+        _role_binding(
+            "kube-system",
+            _LOCK_KCM,
+            _LOCK_KCM,
+            users=("system:kube-controller-manager",),
+            service_accounts=("kube-controller-manager", "leader-election-controller"),
+        ),
+        _role_binding(
+            "kube-system",
+            _LOCK_SCHEDULER,
+            _LOCK_SCHEDULER,
+            users=("system:kube-scheduler",),
+            service_accounts=("kube-scheduler",),
+        ),
+        _role_binding(
+            "kube-system",
+            _BOOTSTRAP_SIGNER,
+            _BOOTSTRAP_SIGNER,
+            service_accounts=("bootstrap-signer",),
+        ),
+        _role_binding(
+            "kube-system", _CLOUD_PROVIDER, _CLOUD_PROVIDER, service_accounts=("cloud-provider",)
+        ),
+        _role_binding(
+            "kube-system", _TOKEN_CLEANER, _TOKEN_CLEANER, service_accounts=("token-cleaner",)
+        ),
+        _role_binding(
+            "kube-public",
+            _BOOTSTRAP_SIGNER,
+            _BOOTSTRAP_SIGNER,
+            service_accounts=("bootstrap-signer",),
+        ),
+    ]
+
+
 def default_rbac_objects() -> list[dict[str, Any]]:
-    """ClusterRoles first, then ClusterRoleBindings: the order to create them in."""
-    return default_cluster_roles() + default_cluster_role_bindings()
+    """Roles first, then bindings: the order to create them in."""
+    return (
+        default_cluster_roles()
+        + default_namespace_roles()
+        + default_cluster_role_bindings()
+        + default_namespace_role_bindings()
+    )

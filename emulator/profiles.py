@@ -16,6 +16,7 @@ from emulator.controllers import (
     Controller,
     ControllerContext,
     agent_csr_approver,
+    authentication_trust,
     bootstrap_signer,
     cluster_controller,
     csr_signer,
@@ -40,7 +41,11 @@ class Profile:
     fixed_uids: FixedUids = field(default_factory=dict)
 
 
-COMMON_CONTROLLERS: list[Controller] = [csr_signer.run, token_controller.run]
+COMMON_CONTROLLERS: list[Controller] = [
+    csr_signer.run,
+    token_controller.run,
+    authentication_trust.run,
+]
 
 
 def member_profile(name: str = "member1") -> Profile:

@@ -12,6 +12,7 @@ from .handlers import ServerConfig
 from .openapi import openapi_response
 from .pki import CertificateAuthority, ServiceAccountTokenIssuer
 from .rbac import AlwaysAllow, Authorizer, RbacAuthorizer
+from .requestheader import RequestHeaderConfig
 from .reviews import create_review
 from .schema import builtin_kubernetes_version, builtin_schema, crd_schema
 from .storage import Event, Storage
@@ -93,7 +94,10 @@ def build_api_server(
     fixed_uids: Mapping[tuple[str, str, str, str], str] | None = None,
     config: ServerConfig | None = None,
     history_size: int = 10000,
+    requestheader: RequestHeaderConfig | None = None,
 ) -> ApiServer:
+    """`requestheader`: the front proxy this server trusts to name users in headers
+    (kube-apiserver's --requestheader-* flags); client certificates must be signed by `ca`."""
     storage = Storage(history_size)
     authenticator = Authenticator(
         static_tokens=static_tokens,
@@ -101,6 +105,8 @@ def build_api_server(
         lookup=lambda group, resource, namespace, name: storage.get(
             (group, resource), namespace, name
         ),
+        client_ca_pem=ca.cert_pem,
+        requestheader=requestheader,
     )
     rbac: Authorizer = (
         RbacAuthorizer(StorageRbacSource(storage)) if authorization else AlwaysAllow()

@@ -84,6 +84,9 @@ class ControllerContext:
     knobs: Knobs = field(default_factory=Knobs)
     # The https URL clients use; written into kube-public/cluster-info. Set it before seeding.
     server_url: str = "https://127.0.0.1:6443"
+    # What kube-system/extension-apiserver-authentication must hold (client and front-proxy
+    # trust); empty: nothing to publish.
+    authentication_info: dict[str, str] = field(default_factory=dict)
 
 
 Controller = Callable[[ControllerContext], Awaitable[None]]

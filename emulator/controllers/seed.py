@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from emulator.controllers import ControllerContext, tolerate
+from emulator.controllers import ControllerContext, authentication_trust, tolerate
 from emulator.karmada import crds
 from emulator.loopback import JSON, Loopback
 from emulator.policy import default_rbac_objects
@@ -75,6 +75,8 @@ def default_rbac() -> list[JSON]:
 async def seed_common(ctx: ControllerContext) -> None:
     await create_all(ctx, [namespace(n) for n in SYSTEM_NAMESPACES])
     await create_all(ctx, default_rbac())
+    # Published before the server reports ready; the trust controller keeps it so.
+    await authentication_trust.sync(ctx)
 
 
 # --- karmada control plane -------------------------------------------------------------

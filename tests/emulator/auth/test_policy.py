@@ -30,7 +30,7 @@ def authz(source: StaticRbacSource) -> RbacAuthorizer:
 
 def test_objects_carry_kube_bootstrap_markers() -> None:
     objects = default_rbac_objects()
-    names = [(o["kind"], o["metadata"]["name"]) for o in objects]
+    names = [(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]) for o in objects]
     assert len(names) == len(set(names))
     for obj in objects:
         assert obj["apiVersion"] == "rbac.authorization.k8s.io/v1"

@@ -38,6 +38,11 @@ _CHUNK = 1024 * 1024
 _CREDENTIALS: tuple[CertificateAuthority, ServiceAccountTokenIssuer] | None = None
 
 
+def core_ca() -> CertificateAuthority:
+    """The CA the core trusts for client certificates (the fronts' TLS must use it too)."""
+    return _credentials()[0]
+
+
 def _credentials() -> tuple[CertificateAuthority, ServiceAccountTokenIssuer]:
     global _CREDENTIALS
     if _CREDENTIALS is None:

@@ -19,13 +19,22 @@ from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
 from tests.emulator.auth.helpers import UNAUTHORIZED
 
-from .core import ADMIN_TOKEN, Core, client_ssl_context, der_of, eventually, loads, user_of
+from .core import (
+    ADMIN_TOKEN,
+    Core,
+    client_ssl_context,
+    core_ca,
+    der_of,
+    eventually,
+    loads,
+    user_of,
+)
 from .h2client import RawH2Client
 
 
 @pytest.fixture(scope="module")
 def ca() -> CertificateAuthority:
-    return CertificateAuthority.generate("test-ca")
+    return core_ca()
 
 
 @pytest.fixture(scope="module")

@@ -16,14 +16,14 @@ from emulator.https import HttpsServer
 from emulator.kubeconfig import build_kubeconfig, dump_kubeconfig, write_kubeconfig
 from emulator.pki import CertificateAuthority
 
-from .core import ADMIN_TOKEN, Core, user_of
+from .core import ADMIN_TOKEN, Core, core_ca, user_of
 
 SERVER = "https://127.0.0.1:6443"
 
 
 @pytest.fixture(scope="module")
 def ca() -> CertificateAuthority:
-    return CertificateAuthority.generate("test-ca")
+    return core_ca()
 
 
 def test_token_kubeconfig_content(ca: CertificateAuthority) -> None:

@@ -6,10 +6,9 @@ import httpx
 import pytest
 
 from emulator.faults import ControlRouter, Faults
-from emulator.pki import CertificateAuthority
 from emulator.transport import EmulatorTransport
 
-from .core import ADMIN_TOKEN, USER_TOKEN, Core, der_of, eventually, user_of
+from .core import ADMIN_TOKEN, USER_TOKEN, Core, core_ca, der_of, eventually, user_of
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
@@ -54,8 +53,7 @@ async def test_request_headers_override_transport_defaults() -> None:
 
 
 async def test_peer_certificate_is_passed_as_der() -> None:
-    ca = CertificateAuthority.generate("test-ca")
-    cert, _ = ca.issue("system:node:n1", ("system:nodes",))
+    cert, _ = core_ca().issue("system:node:n1", ("system:nodes",))
     api = Core()
     transport = EmulatorTransport(api.server, peer_cert_der=der_of(cert))
     async with httpx.AsyncClient(transport=transport, base_url="https://emulator") as client:
