@@ -11,7 +11,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import discovery, errors
 from .admission import WebhookAdmission
@@ -32,6 +32,9 @@ from .services import ServiceNetwork
 from .storage import Storage
 from .webhook_call import WebhookClient
 from .wire import SYSTEM_ADMIN, ApiRequest, ApiResponse, UserInfo
+
+if TYPE_CHECKING:
+    from .aggregator import Aggregator
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +116,8 @@ class ApiServer:
         self.crds = CrdController(self.registry, self.storage, self.handlers, crd_schema)
         self.version = version
         self.host = host
+        # The aggregation layer in front (emulator.aggregator), when there is one.
+        self.aggregator: Aggregator | None = None
 
     # ------------------------------------------------------------------ public API
 
@@ -162,6 +167,10 @@ class ApiServer:
                 raise forbidden_for(user.name, attrs, reason)
         for hook in list(self.hooks):
             await hook(req, attrs)
+        if self.aggregator is not None:
+            routed = await self.aggregator.route(req)
+            if routed is not None:
+                return routed
         if not attrs.is_resource_request:
             return self._non_resource(req)
         return await self._resource(req, attrs)
@@ -175,7 +184,7 @@ class ApiServer:
             return health
         if path.startswith("/openapi/") and self.openapi is not None:
             return self.openapi(self.registry, req)
-        found = discovery.discovery_response(self.registry, req, self.host)
+        found = discovery.discovery_response(self.registry, req, self.host, self.aggregator)
         if found is not None:
             return found
         if path.startswith(("/api", "/apis")):

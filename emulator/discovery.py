@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from .registry import JSON, Registry, ResourceType
 from .wire import ApiRequest, ApiResponse
@@ -34,11 +34,11 @@ HEALTH_CHECKS = {
 }
 
 
-def _json(body: Any, content_type: str = "application/json") -> ApiResponse:
+def json_response(body: Any, content_type: str = "application/json") -> ApiResponse:
     return ApiResponse(200, _dumps(body).encode(), {"content-type": content_type})
 
 
-def _with_etag(req: ApiRequest, body: bytes, content_type: str) -> ApiResponse:
+def with_etag(req: ApiRequest, body: bytes, content_type: str) -> ApiResponse:
     """Aggregated discovery as kube-apiserver serves it: a strong ETag (the quoted hex SHA-512
     of the document), and 304 Not Modified without a body when If-None-Match names it."""
     etag = '"' + hashlib.sha512(body).hexdigest().upper() + '"'
@@ -104,12 +104,12 @@ def api_resource_list(registry: Registry, group: str, version: str) -> JSON:
     }
 
 
-def _group(registry: Registry, group: str) -> JSON:
+def api_group(registry: Registry, group: str) -> JSON:
     versions = [{"groupVersion": f"{group}/{v}", "version": v} for v in registry.versions(group)]
     return {"name": group, "versions": versions, "preferredVersion": versions[0]}
 
 
-def _aggregated_group(registry: Registry, group: str) -> JSON:
+def aggregated_group(registry: Registry, group: str) -> JSON:
     versions = []
     for v in registry.versions(group):
         resources = []
@@ -148,11 +148,11 @@ def _aggregated(registry: Registry, legacy: bool, api_version: str) -> JSON:
         "kind": "APIGroupDiscoveryList",
         "apiVersion": api_version,
         "metadata": {},
-        "items": [_aggregated_group(registry, g) for g in groups],
+        "items": [aggregated_group(registry, g) for g in groups],
     }
 
 
-def _aggregated_choice(accept: str) -> str | None:
+def aggregated_choice(accept: str) -> str | None:
     for part in accept.split(","):
         p = part.replace(" ", "")
         if "g=apidiscovery.k8s.io" in p and "as=APIGroupDiscoveryList" in p:
@@ -165,7 +165,22 @@ def _aggregated_choice(accept: str) -> str | None:
     return None
 
 
-def discovery_response(registry: Registry, req: ApiRequest, host: str) -> ApiResponse | None:
+class Aggregation(Protocol):
+    """What the aggregation layer adds to discovery: groups served by other servers, and the
+    order of all groups (emulator.aggregator)."""
+
+    def group_order(self) -> list[str]: ...
+
+    def api_group(self, group: str) -> JSON | None: ...
+
+    def api_group_or_local(self, group: str) -> JSON: ...
+
+    def aggregated_group_or_local(self, group: str) -> JSON: ...
+
+
+def discovery_response(
+    registry: Registry, req: ApiRequest, host: str, aggregation: Aggregation | None = None
+) -> ApiResponse | None:
     """Answer a discovery path, or None when the path is not one."""
     segs = [s for s in req.path.strip("/").split("/") if s]
     if not segs or segs[0] not in ("api", "apis"):
@@ -173,13 +188,17 @@ def discovery_response(registry: Registry, req: ApiRequest, host: str) -> ApiRes
     accept = req.headers.get("accept", "")
     if len(segs) == 1:
         legacy = segs[0] == "api"
-        choice = _aggregated_choice(accept)
+        choice = aggregated_choice(accept)
         if choice is not None:
             ct = AGG_V2 if choice == "v2" else AGG_V2BETA1
             document = _aggregated(registry, legacy, f"apidiscovery.k8s.io/{choice}")
-            return _with_etag(req, _dumps(document).encode(), ct)
+            if aggregation is not None and not legacy:
+                document["items"] = [
+                    aggregation.aggregated_group_or_local(g) for g in aggregation.group_order()
+                ]
+            return with_etag(req, _dumps(document).encode(), ct)
         if legacy:
-            return _json(
+            return json_response(
                 {
                     "kind": "APIVersions",
                     "versions": registry.versions("") or ["v1"],
@@ -188,24 +207,30 @@ def discovery_response(registry: Registry, req: ApiRequest, host: str) -> ApiRes
                     ],
                 }
             )
-        groups = [_group(registry, g) for g in registry.groups() if g]
-        return _json({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        if aggregation is not None:
+            groups = [aggregation.api_group_or_local(g) for g in aggregation.group_order()]
+        else:
+            groups = [api_group(registry, g) for g in registry.groups() if g]
+        return json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
     if segs[0] == "api":
         if len(segs) == 2 and segs[1] in registry.versions(""):
-            return _json(api_resource_list(registry, "", segs[1]))
+            return json_response(api_resource_list(registry, "", segs[1]))
         return None
     group = segs[1]
+    remote = aggregation.api_group(group) if aggregation is not None and len(segs) == 2 else None
+    if remote is not None:
+        return json_response({"kind": "APIGroup", "apiVersion": "v1", **remote})
     if group not in registry.groups() or not group:
         return None
     if len(segs) == 2:
-        return _json({"kind": "APIGroup", "apiVersion": "v1", **_group(registry, group)})
+        return json_response({"kind": "APIGroup", "apiVersion": "v1", **api_group(registry, group)})
     if len(segs) == 3 and segs[2] in registry.versions(group):
-        return _json(api_resource_list(registry, group, segs[2]))
+        return json_response(api_resource_list(registry, group, segs[2]))
     return None
 
 
 def version_response(version: JSON | None = None) -> ApiResponse:
-    return _json(version or DEFAULT_VERSION)
+    return json_response(version or DEFAULT_VERSION)
 
 
 def health_response(req: ApiRequest) -> ApiResponse | None:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import ssl
-import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -38,9 +38,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from .accounting import Accounting
+from .aggregator import Aggregator, availability, registration
 from .controllers import Controller, ControllerContext, Knobs
 from .faults import ControlRouter, Faults, Route
-from .https import HttpsServer
+from .https import HttpsServer, load_key_pair
 from .kubeconfig import build_kubeconfig, write_kubeconfig
 from .pki import CertificateAuthority, ServiceAccountTokenIssuer
 from .profiles import profile_by_name
@@ -83,6 +84,7 @@ class Emulator:
         admin_token: str | None = None,
         all_crds: bool = False,
         requestheader: RequestHeaderConfig | None = None,
+        serving_names: Sequence[str] = (),
     ) -> None:
         self.profile_name = profile
         self.name = name or DEFAULT_NAMES.get(profile, profile)
@@ -103,6 +105,11 @@ class Emulator:
         )
         for resource_type in self.profile.types:
             self.api.register_type(resource_type)
+        # kube-aggregator in front of the API, as in every kube-apiserver.
+        self.aggregator = Aggregator(
+            self.api.registry, self.api.storage, self.api.services, self.front_proxy_client
+        )
+        self.api.aggregator = self.aggregator
         self.accounting = Accounting()
         self.faults = Faults(self.api.storage, seed=fault_seed)
         # Accounting first: requests failed by an injected fault are still calls made.
@@ -112,7 +119,7 @@ class Emulator:
         self.front = ControlRouter(self.api, self.api.authenticator.authenticate, routes)
         cert_pem, key_pem = self.ca.issue(
             "kube-apiserver",
-            dns_names=SERVING_DNS_NAMES,
+            dns_names=(*SERVING_DNS_NAMES, *serving_names),
             ips=("127.0.0.1",),
             usage="server",
         )
@@ -153,11 +160,22 @@ class Emulator:
             knobs=self.knobs,
             server_url=self.url,
             authentication_info=self.requestheader.configmap_data(self.ca.cert_pem),
+            aggregation=self.aggregator,
         )
         await self.profile.seed(ctx)
-        for controller in self.profile.controllers:
+        # The local APIServices, each Available, before the server reports ready (as
+        # kube-apiserver's readyz waits for autoregistration).
+        await registration.sync(ctx, self.aggregator)
+        for obj in self.aggregator.apiservices():
+            await availability.sync(ctx, self.aggregator, obj["metadata"]["name"])
+        aggregator_controllers: list[Controller] = [
+            functools.partial(registration.run, aggregator=self.aggregator),
+            functools.partial(availability.run, aggregator=self.aggregator),
+        ]
+        for controller in [*self.profile.controllers, *aggregator_controllers]:
             task = asyncio.create_task(
-                _run_controller(controller, ctx), name=f"controller {controller.__module__}"
+                _run_controller(controller, ctx),
+                name=f"controller {getattr(controller, 'func', controller).__module__}",
             )
             task.add_done_callback(self._controller_done)
             self._controllers.append(task)
@@ -171,6 +189,7 @@ class Emulator:
         await self.faults.close()
         await self.server.stop()
         await self.api.admission.client.aclose()
+        await self.aggregator.aclose()
 
     def _controller_done(self, task: asyncio.Task[None]) -> None:
         if task.cancelled():
@@ -291,13 +310,7 @@ class Emulator:
         """A client TLS context trusting the emulator's CA, optionally with a client cert."""
         ctx = ssl.create_default_context(cadata=self.ca_pem.decode())
         if cert_key is not None:
-            with tempfile.TemporaryDirectory(prefix="emulator-client-") as tmp:
-                cert_file, key_file = Path(tmp, "tls.crt"), Path(tmp, "tls.key")
-                for path, data in ((cert_file, cert_key[0]), (key_file, cert_key[1])):
-                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    with os.fdopen(fd, "wb") as f:
-                        f.write(data)
-                ctx.load_cert_chain(cert_file, key_file)
+            load_key_pair(ctx, *cert_key)
         return ctx
 
     def https_client(
@@ -332,10 +345,13 @@ async def run_emulator(
     admin_token: str | None = None,
     all_crds: bool = False,
     requestheader: RequestHeaderConfig | None = None,
+    serving_names: Sequence[str] = (),
 ) -> AsyncIterator[Emulator]:
     """Build, start and (on exit) stop an emulator; yields it once it accepts requests.
     `all_crds` (karmada profile): every CRD Karmada publishes, as a full control plane has.
-    `requestheader`: trust this front proxy instead of the emulator's own."""
+    `requestheader`: trust this front proxy instead of the emulator's own (to serve as an
+    aggregated API server, with `serving_names` such as "<service>.<namespace>.svc" added to its
+    certificate)."""
     emu = Emulator(
         profile,
         name=name,
@@ -346,6 +362,7 @@ async def run_emulator(
         admin_token=admin_token,
         all_crds=all_crds,
         requestheader=requestheader,
+        serving_names=serving_names,
     )
     await emu.start()
     try:

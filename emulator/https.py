@@ -6,6 +6,11 @@ ApiServer, or the control router wrapping it) and writes the `ApiResponse` back,
 compressed where kube-apiserver would compress it; streaming bodies (watch) are written
 chunk by chunk as they come.
 
+A 101 answer to an HTTP/1.1 upgrade request (`ApiResponse.upgraded`: exec, attach,
+port-forward through the aggregation layer) takes the connection over: the head is written as
+given, and from then on the client's bytes go to the response's relay instead of the HTTP
+parser.
+
 It can go offline (close the listener and reset every open connection, so clients
 see "connection refused" or "connection reset") and come back on the same port;
 the state lives in the handler, so nothing is lost in between.
@@ -19,6 +24,7 @@ import functools
 import os
 import ssl
 import tempfile
+from collections import deque
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -57,14 +63,9 @@ class ResponseWithFollowUp(ApiResponse):
 _X509_V_FLAG_NO_CHECK_TIME = 0x200000
 
 
-def server_ssl_context(
-    cert_pem: bytes, key_pem: bytes, client_ca_pem: bytes | None
-) -> ssl.SSLContext:
-    """TLS for the server: client certificates are optional, and verified against the CA
-    when presented."""
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    # The stdlib loads a key pair only from files: keep them just long enough to load.
+def load_key_pair(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) -> None:
+    """Load a PEM certificate and key into `ctx` (the stdlib reads a key pair only from files:
+    they exist, mode 0600, just long enough to load)."""
     with tempfile.TemporaryDirectory(prefix="emulator-tls-") as tmp:
         cert_file = os.path.join(tmp, "tls.crt")
         key_file = os.path.join(tmp, "tls.key")
@@ -73,6 +74,16 @@ def server_ssl_context(
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         ctx.load_cert_chain(cert_file, key_file)
+
+
+def server_ssl_context(
+    cert_pem: bytes, key_pem: bytes, client_ca_pem: bytes | None
+) -> ssl.SSLContext:
+    """TLS for the server: client certificates are optional, and verified against the CA
+    when presented."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    load_key_pair(ctx, cert_pem, key_pem)
     if client_ca_pem:
         ctx.load_verify_locations(cadata=client_ca_pem.decode())
         ctx.verify_mode = ssl.CERT_OPTIONAL
@@ -133,6 +144,7 @@ class HttpsServer:
         self._web: web.Server | None = None
         self._listener: asyncio.Server | None = None
         self._http1_records: dict[asyncio.BaseTransport, ConnectionRecord] = {}
+        self._connections: dict[asyncio.BaseTransport, _AlpnConnection] = {}
         self._http2: set[Http2Connection] = set()
         # Tasks currently writing a streaming (watch) response, and how to cut each.
         self._streaming: dict[asyncio.Task[Any], Callable[[], None]] = {}
@@ -208,7 +220,7 @@ class HttpsServer:
     # --- connections -----------------------------------------------------------------------
 
     def _accept(
-        self, transport: asyncio.BaseTransport
+        self, transport: asyncio.BaseTransport, alpn: _AlpnConnection
     ) -> tuple[asyncio.Protocol, ConnectionRecord]:
         ssl_object = transport.get_extra_info("ssl_object")
         protocol = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
@@ -228,6 +240,7 @@ class HttpsServer:
             self._http2.add(connection)
             return connection, record
         self._http1_records[transport] = record
+        self._connections[transport] = alpn
         return self._web(), record
 
     def _release(
@@ -235,6 +248,7 @@ class HttpsServer:
     ) -> None:
         self.connection_log.closed(record)
         self._http1_records.pop(transport, None)
+        self._connections.pop(transport, None)
         if isinstance(protocol, Http2Connection):
             self._http2.discard(protocol)
 
@@ -328,6 +342,8 @@ class HttpsServer:
         if record is None:
             raise ConnectionResetError("the client went away")
         resp = await self._dispatch(record, req)
+        if resp.upgraded is not None and transport is not None:
+            return await self._upgrade_http1(request, transport, resp)
         if resp.stream is not None:
             return await self._stream_http1(request, transport, resp)
         out = web.Response(status=resp.status, body=resp.body, headers=resp.headers)
@@ -336,6 +352,34 @@ class HttpsServer:
             await out.write_eof()
             self._follow_up(resp)
         return out
+
+    async def _upgrade_http1(
+        self, request: web.BaseRequest, transport: asyncio.Transport, resp: ApiResponse
+    ) -> web.StreamResponse:
+        """Write the 101 head, hand the connection's bytes to the response's relay until it is
+        done, then close the connection."""
+        assert resp.upgraded is not None
+        connection = self._connections.get(transport)
+        if connection is None:
+            raise ConnectionResetError("the client went away")
+        # Bytes a client sent right behind its upgrade request wait in the HTTP server.
+        tail = bytes(getattr(request.protocol, "_message_tail", b""))
+        raw = _UpgradedConnection(transport, tail)
+        connection.hijack(raw)
+        head = f"HTTP/1.1 {resp.status} Switching Protocols\r\n"
+        head += "".join(f"{k}: {v}\r\n" for k, v in resp.headers.items()) + "\r\n"
+        transport.write(head.encode("latin-1"))
+        task = asyncio.current_task()
+        if task is not None:
+            self._streaming[task] = transport.abort
+        try:
+            await resp.upgraded(raw)
+        finally:
+            if task is not None:
+                self._streaming.pop(task, None)
+            transport.close()
+        # Nothing more goes out on this connection: aiohttp finds it closed.
+        return web.Response(status=resp.status)
 
     async def _stream_http1(
         self, request: web.BaseRequest, transport: asyncio.Transport | None, resp: ApiResponse
@@ -364,42 +408,120 @@ class HttpsServer:
         return out
 
 
+class _UpgradedConnection:
+    """A client connection after 101 (wire.RawConnection): what it sends is buffered here, at
+    most `LIMIT` bytes before reading from it pauses; writes wait while its window is full."""
+
+    LIMIT = 256 * 1024
+
+    def __init__(self, transport: asyncio.Transport, tail: bytes) -> None:
+        self._transport = transport
+        self._chunks: deque[bytes] = deque()
+        self._size = 0
+        self._eof = False
+        self._readable = asyncio.Event()
+        self._writable = asyncio.Event()
+        self._writable.set()
+        self._paused = False
+        if tail:
+            self.feed(tail)
+
+    def feed(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._size += len(data)
+        self._readable.set()
+        if self._size > self.LIMIT and not self._paused:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def feed_eof(self) -> None:
+        self._eof = True
+        self._readable.set()
+        self._writable.set()
+
+    def pause_writing(self) -> None:
+        self._writable.clear()
+
+    def resume_writing(self) -> None:
+        self._writable.set()
+
+    async def read(self) -> bytes:
+        while not self._chunks and not self._eof:
+            self._readable.clear()
+            await self._readable.wait()
+        data = b"".join(self._chunks)
+        self._chunks.clear()
+        self._size = 0
+        if self._paused and not self._transport.is_closing():
+            self._paused = False
+            self._transport.resume_reading()
+        return data
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    async def drain(self) -> None:
+        await self._writable.wait()
+        if self._transport.is_closing():
+            raise ConnectionResetError("the client went away")
+
+    def close(self) -> None:
+        self._transport.close()
+
+
 class _AlpnConnection(asyncio.Protocol):
     """The protocol of one accepted connection: once TLS has negotiated, it hands everything
-    to the HTTP/2 or HTTP/1.1 protocol that ALPN chose, and tells the server when it ends."""
+    to the HTTP/2 or HTTP/1.1 protocol that ALPN chose, and tells the server when it ends.
+    After an upgrade, the connection's bytes go to the upgraded relay instead."""
 
     def __init__(self, server: HttpsServer) -> None:
         self._server = server
         self._inner: asyncio.Protocol | None = None
         self._transport: asyncio.BaseTransport | None = None
         self._record: ConnectionRecord | None = None
+        self._upgraded: _UpgradedConnection | None = None
+
+    def hijack(self, upgraded: _UpgradedConnection) -> None:
+        self._upgraded = upgraded
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
         try:
-            self._inner, self._record = self._server._accept(transport)
+            self._inner, self._record = self._server._accept(transport, self)
         except ConnectionAbortedError:
             transport.abort()
             return
         self._inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._inner is not None:
+        if self._upgraded is not None:
+            self._upgraded.feed(data)
+        elif self._inner is not None:
             self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
+        if self._upgraded is not None:
+            self._upgraded.feed_eof()
+            return None
         return self._inner.eof_received() if self._inner is not None else None
 
     def pause_writing(self) -> None:
-        if self._inner is not None:
+        if self._upgraded is not None:
+            self._upgraded.pause_writing()
+        elif self._inner is not None:
             self._inner.pause_writing()
 
     def resume_writing(self) -> None:
-        if self._inner is not None:
+        if self._upgraded is not None:
+            self._upgraded.resume_writing()
+        elif self._inner is not None:
             self._inner.resume_writing()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._upgraded is not None:
+            self._upgraded.feed_eof()
         if self._inner is None or self._transport is None or self._record is None:
             return
         self._inner.connection_lost(exc)

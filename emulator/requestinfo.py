@@ -85,7 +85,9 @@ def parse_request_info(req: ApiRequest) -> RequestAttributes:
 
     if not name and verb == "get":
         verb = "watch" if req.flag("watch") else "list"
-    elif verb == "get" and req.flag("watch"):
+    elif verb == "get" and req.flag("watch") and not subresource:
+        # A subresource's own query (a proxied watch: clusters/<name>/proxy/...?watch=true)
+        # leaves the verb alone, as kube's RequestInfoFactory does.
         verb = "watch"
     if not name and verb == "delete":
         verb = "deletecollection"

@@ -15,10 +15,28 @@ from __future__ import annotations
 
 import socket
 import ssl
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 
 class ServiceNetwork(dict[str, str]):
-    """Maps "<namespace>/<name>" of a Service to the "host:port" the emulator dials for it."""
+    """Maps "<namespace>/<name>" of a Service to the "host:port" the emulator dials for it.
+    `listeners` hear of each mapping set (with its key)."""
+
+    def __init__(self, *args: Any, **kwargs: str) -> None:
+        super().__init__(*args, **kwargs)
+        self.listeners: list[Callable[[str], None]] = []
+
+    def __setitem__(self, key: str, value: str) -> None:
+        super().__setitem__(key, value)
+        for listener in list(self.listeners):
+            listener(key)
+
+    def update(  # type: ignore[override]
+        self, other: Mapping[str, str] | Iterable[tuple[str, str]] = (), **kwargs: str
+    ) -> None:
+        for key, value in dict(other, **kwargs).items():
+            self[key] = value
 
     def address(self, namespace: str, name: str) -> tuple[str, int] | None:
         """The mapped (host, port) of a Service, or None when it has no address here."""

@@ -269,6 +269,17 @@ def _crd_cells(obj: JSON, now: float) -> list[Any]:
     return [obj["metadata"]["name"], obj["metadata"].get("creationTimestamp", "")]
 
 
+def _apiservice_cells(obj: JSON, now: float) -> list[Any]:
+    service = _g(obj, "spec", "service")
+    shown = f"{service.get('namespace', '')}/{service.get('name', '')}" if service else "Local"
+    available = "Unknown"
+    for cond in _g(obj, "status", "conditions", default=[]):
+        if cond.get("type") == "Available":
+            status, reason = str(cond.get("status", "")), cond.get("reason")
+            available = status if status == "True" or not reason else f"{status} ({reason})"
+    return [obj["metadata"]["name"], shown, available, age(obj, now)]
+
+
 def _sa_cells(obj: JSON, now: float) -> list[Any]:
     return [obj["metadata"]["name"], len(obj.get("secrets") or []), age(obj, now)]
 
@@ -345,6 +356,12 @@ _BUILTIN: dict[tuple[str, str], tuple[list[JSON], Any]] = {
     ("apiextensions.k8s.io", "customresourcedefinitions"): (
         [_NAME_COL, _col("Created At", "date")],
         _crd_cells,
+    ),
+    ("apiregistration.k8s.io", "apiservices"): (
+        [_NAME_COL,
+         _col("Service", desc="The reference to the service that hosts this API endpoint."),
+         _col("Available", desc="Whether this service is available."), _AGE],
+        _apiservice_cells,
     ),
 }  # fmt: skip
 

@@ -128,6 +128,10 @@ class EmulatorTransport(httpx.AsyncBaseTransport):
             remote="127.0.0.1:0",
         )
         resp = await self._api.handle(req)
+        if resp.upgraded is not None:
+            raise httpx.UnsupportedProtocol(
+                "an upgraded connection (101) needs a socket: use the emulator's HTTPS front"
+            )
         out_headers = [(k, v) for k, v in resp.headers.items() if k.lower() != "content-length"]
         if resp.stream is not None:
             stream = _PumpedStream(resp.stream)

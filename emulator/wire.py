@@ -7,9 +7,9 @@ the REST handlers are written once.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qs
 
 
@@ -68,6 +68,22 @@ class ApiRequest:
         return self.headers.get("content-type", "").split(";", 1)[0].strip().lower()
 
 
+class RawConnection(Protocol):
+    """A client connection after 101 Switching Protocols: bytes both ways."""
+
+    async def read(self) -> bytes:
+        """The next bytes the client sent; b"" once it closed."""
+        ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None:
+        """Wait until the client takes what was written (backpressure)."""
+        ...
+
+    def close(self) -> None: ...
+
+
 @dataclass
 class ApiResponse:
     status: int
@@ -75,3 +91,6 @@ class ApiResponse:
     headers: dict[str, str] = field(default_factory=dict)
     # A streaming body (watch): each chunk is written and flushed as it comes.
     stream: AsyncIterator[bytes] | None = None
+    # A 101 answer to an upgrade request (exec, attach, port-forward): after the head, this
+    # owns the connection until it returns. HTTP/1.1 only, as upgrades are.
+    upgraded: Callable[[RawConnection], Awaitable[None]] | None = None

@@ -39,6 +39,17 @@ class SigningAuthority(Protocol):
     ) -> bytes: ...
 
 
+class RemoteGroups(Protocol):
+    """Which group versions the aggregation layer sends to other servers (emulator.aggregator):
+    a controller whose objects may live there reads them through the API instead."""
+
+    def served_remotely(self, group: str, version: str) -> bool: ...
+
+    async def changed(self) -> None:
+        """Return once the set of remotely served group versions changes."""
+        ...
+
+
 class TokenIssuer(Protocol):
     """What the token controller needs of AUTH's ServiceAccountTokenIssuer."""
 
@@ -70,6 +81,8 @@ class Knobs:
     simulate_pods: bool = True
     # Back-off after a failed reconcile.
     retry_delay: float = 0.5
+    # kube-aggregator rechecks every remote APIService's availability this often.
+    apiservice_resync: float = 30.0
 
 
 @dataclass
@@ -87,6 +100,8 @@ class ControllerContext:
     # What kube-system/extension-apiserver-authentication must hold (client and front-proxy
     # trust); empty: nothing to publish.
     authentication_info: dict[str, str] = field(default_factory=dict)
+    # The aggregation layer, when the server has one.
+    aggregation: RemoteGroups | None = None
 
 
 Controller = Callable[[ControllerContext], Awaitable[None]]

@@ -7,6 +7,10 @@
 - every monitor period, a Pull cluster whose Ready condition did not change and whose
   Lease karmada-cluster/<name> was not renewed within the grace period is set
   Ready=Unknown (ClusterStatusUnknown, or ClusterStatusNeverUpdated if never posted).
+
+Clusters are read from the storage while the emulator serves cluster.karmada.io itself, and
+through the API (list and watch, as karmada-controller-manager reads them) while an aggregated
+API server does; the controller starts over on the other source when that changes.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from emulator.controllers import ControllerContext, run_all, tolerate
+from emulator.controllers.informer import Informer
 from emulator.controllers.subscription import Subscription
 from emulator.controllers.workqueue import WorkQueue
 from emulator.errors import ApiError
@@ -25,6 +30,7 @@ from emulator.timefmt import parse_time, rfc3339
 
 CLUSTERS_PATH = "/apis/cluster.karmada.io/v1alpha1/clusters"
 CLUSTERS = ("cluster.karmada.io", "clusters")
+CLUSTER_GROUP_VERSION = ("cluster.karmada.io", "v1alpha1")
 SYSTEM_LABEL = "karmada.io/system"
 FINALIZER = "karmada.io/cluster-controller"
 EXECUTION_FINALIZER = "karmada.io/execution-controller"
@@ -74,8 +80,32 @@ class _Health:
     renew_time: str | None = None
 
 
+Clusters = Subscription | Informer
+
+
 async def run(ctx: ControllerContext) -> None:
-    clusters = Subscription(ctx.storage, CLUSTERS)
+    aggregation = ctx.aggregation
+    while True:
+        remote = aggregation is not None and aggregation.served_remotely(*CLUSTER_GROUP_VERSION)
+        clusters = (
+            Informer(ctx.api, CLUSTERS_PATH) if remote else Subscription(ctx.storage, CLUSTERS)
+        )
+        if aggregation is None:
+            await _run(ctx, clusters)
+            return
+        job = asyncio.ensure_future(_run(ctx, clusters))
+        changed = asyncio.ensure_future(aggregation.changed())
+        try:
+            done, _ = await asyncio.wait({job, changed}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (job, changed):
+                task.cancel()
+            await asyncio.gather(job, changed, return_exceptions=True)
+        if job in done:
+            job.result()  # the controller failed: so does this
+
+
+async def _run(ctx: ControllerContext, clusters: Clusters) -> None:
     namespaces = Subscription(
         ctx.storage,
         ("", "namespaces"),
@@ -155,7 +185,7 @@ async def _remove(ctx: ControllerContext, cluster: JSON, queue: WorkQueue) -> No
         await ctx.api.update(f"{CLUSTERS_PATH}/{name}", updated)
 
 
-async def _monitor(ctx: ControllerContext, clusters: Subscription) -> None:
+async def _monitor(ctx: ControllerContext, clusters: Clusters) -> None:
     health: dict[str, _Health] = {}
     while True:
         await asyncio.sleep(ctx.knobs.cluster_monitor_period)
