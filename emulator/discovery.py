@@ -53,6 +53,8 @@ def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[
         return "autoscaling", "v1", "Scale", SUBRESOURCE_VERBS
     if sub == "finalize":
         return rt.group, rt.version, rt.kind, ("update",)
+    if sub == "log":  # pods/log is read only
+        return rt.group, rt.version, rt.kind, ("get",)
     if sub == "token":  # serviceaccounts/token answers an authentication.k8s.io TokenRequest
         return "authentication.k8s.io", "v1", "TokenRequest", ("create",)
     return rt.group, rt.version, rt.kind, SUBRESOURCE_VERBS

@@ -103,8 +103,11 @@ class Emulator:
             fixed_uids=self.profile.fixed_uids,
             requestheader=self.requestheader,
         )
+        self.knobs = knobs or Knobs()
         for resource_type in self.profile.types:
             self.api.register_type(resource_type)
+        for group, resource, sub, make in self.profile.subresources:
+            self.api.add_subresource(group, resource, sub, make(self.api.storage, self.knobs))
         # kube-aggregator in front of the API, as in every kube-apiserver.
         self.aggregator = Aggregator(
             self.api.registry, self.api.storage, self.api.services, self.front_proxy_client
@@ -129,7 +132,6 @@ class Emulator:
         self.server = HttpsServer(self.front, cert_pem, key_pem, client_cas, port=port)
         routes["connections"] = self.server.connection_log.http
         self.faults.attach(self.server)
-        self.knobs = knobs or Knobs()
         self._controllers: list[asyncio.Task[None]] = []
         self.controller_errors: list[BaseException] = []
 

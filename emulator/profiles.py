@@ -15,6 +15,7 @@ from typing import Any
 from emulator.controllers import (
     Controller,
     ControllerContext,
+    Knobs,
     agent_csr_approver,
     authentication_trust,
     bootstrap_signer,
@@ -25,9 +26,13 @@ from emulator.controllers import (
     workload_simulator,
 )
 from emulator.controllers.seed import seed_karmada, seed_member, stable_uid
+from emulator.pod_logs import PodLogs
 
 # (group, resource, namespace, name) -> uid
 FixedUids = dict[tuple[str, str, str, str], str]
+# A custom subresource the profile serves: (group, resource, subresource, make(storage, knobs))
+# (typed loosely: the handler signature is CORE's).
+Subresource = tuple[str, str, str, Callable[[Any, Knobs], Any]]
 
 
 @dataclass
@@ -39,6 +44,7 @@ class Profile:
     controllers: list[Controller]
     # The server must give these objects these uids when they are created.
     fixed_uids: FixedUids = field(default_factory=dict)
+    subresources: list[Subresource] = field(default_factory=list)
 
 
 COMMON_CONTROLLERS: list[Controller] = [
@@ -55,6 +61,10 @@ def member_profile(name: str = "member1") -> Profile:
         seed=seed_member,
         controllers=[*COMMON_CONTROLLERS, workload_simulator.run, endpointslice_controller.run],
         fixed_uids={("", "namespaces", "", "kube-system"): stable_uid(name, "kube-system")},
+        # The simulated kubelets' container logs.
+        subresources=[
+            ("", "pods", "log", lambda storage, knobs: PodLogs(storage, knobs.log_line_interval))
+        ],
     )
 
 

@@ -79,6 +79,8 @@ class Knobs:
     # Workload simulator: how long until objects look ready.
     workload_ready_delay: float = 0.5
     simulate_pods: bool = True
+    # The simulated containers write a log line this often (pods/log).
+    log_line_interval: float = 1.0
     # Back-off after a failed reconcile.
     retry_delay: float = 0.5
     # kube-aggregator rechecks every remote APIService's availability this often.
