@@ -59,6 +59,10 @@ class LocalClient:
 
     async def _call(self, req: ApiRequest) -> JSON:
         resp = await self.api.handle(req)
+        if resp.stream is not None:
+            # An answer streamed by an aggregated API server (no length known ahead).
+            body = b"".join([chunk async for chunk in resp.stream])
+            resp = ApiResponse(resp.status, body, resp.headers)
         if resp.status >= 400:
             raise error_from(resp)
         result: JSON = json.loads(resp.body)

@@ -1,27 +1,47 @@
 """Starting the real upstream binaries (built by shared/tools/build-upstream) for tests and
-benchmarks: ANP's proxy-server, later karmada-aggregated-apiserver with etcd.
+benchmarks: ANP's proxy-server (konnectivity.stock), upstream's karmada-agent
+(`UpstreamKarmadaAgent`), karmada-aggregated-apiserver with Debian's etcd (`Etcd`,
+`KarmadaAggregatedApiserver`).
 
 `binary(name)` finds one in $KARMADA_UPSTREAM_BIN (None when the variable or the file is
 missing, so callers skip with a visible reason); `UpstreamProcess` runs it with a private
 temporary directory, its output in a log file there, waits until a readiness check passes and
 stops it (SIGTERM, then SIGKILL). `free_port()` picks a port in the range Go components accept
 for their listeners (ANP refuses ports above 49151, where Linux hands out ephemeral ones).
+
+`KarmadaAggregatedApiserver` runs the server as Karmada's
+artifacts/deploy/karmada-aggregated-apiserver.yaml does (its flags, TLS 1.3, its own etcd over
+mutual TLS, delegated authentication and authorization against the control plane), with a
+serving certificate for its Service's name, and gives the ExternalName Service and the
+APIService of artifacts/deploy/karmada-aggregated-apiserver-apiservice.yaml that register it on
+the control plane.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import os
 import random
 import shutil
 import socket
+import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .https import load_key_pair
+from .pki import CertificateAuthority
 
 ENV = "KARMADA_UPSTREAM_BIN"
 _PORT_RANGE = (20000, 32000)
+# Debian's etcd-server: what karmada-aggregated-apiserver keeps its Clusters in here.
+ETCD = Path("/usr/bin/etcd")
+AGGREGATED_APISERVER = "karmada-aggregated-apiserver"
 
 
 def upstream_dir() -> Path | None:
@@ -42,6 +62,20 @@ def missing_reason(name: str) -> str:
     if directory is None:
         return f"{ENV} is not set (build the upstream binaries with shared/tools/build-upstream)"
     return f"{directory / name} is missing or not executable"
+
+
+def etcd_missing_reason() -> str | None:
+    """Why etcd cannot run here, or None when it can."""
+    if ETCD.is_file() and os.access(ETCD, os.X_OK):
+        return None
+    return f"{ETCD} is missing (apt-get install etcd-server)"
+
+
+def aggregated_apiserver_missing_reason() -> str | None:
+    """Why karmada-aggregated-apiserver cannot run here (binary or etcd), or None."""
+    if binary(AGGREGATED_APISERVER) is None:
+        return missing_reason(AGGREGATED_APISERVER)
+    return etcd_missing_reason()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -82,6 +116,56 @@ def http_ready(url: str) -> Callable[[], Awaitable[bool]]:
     return lambda: _http_ok(url)
 
 
+async def _https_ok(host: str, port: int, path: str, context: ssl.SSLContext) -> bool:
+    """GET over TLS answered 200."""
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(host, port, ssl=context), 2.0
+        )
+    except (OSError, ssl.SSLError, TimeoutError):
+        return False
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        status = await asyncio.wait_for(reader.readline(), 2.0)
+        return status.split(b" ")[1:2] == [b"200"]
+    except (OSError, TimeoutError, IndexError, ssl.SSLError):
+        return False
+    finally:
+        writer.close()
+
+
+def _client_certificate(kubeconfig: Path) -> tuple[bytes, bytes] | None:
+    """The client certificate and key embedded in a kubeconfig's current user, if any."""
+    config = yaml.safe_load(kubeconfig.read_text()) or {}
+    context_name = config.get("current-context")
+    context = next(
+        (
+            c.get("context") or {}
+            for c in config.get("contexts") or []
+            if c.get("name") == context_name
+        ),
+        {},
+    )
+    user = next(
+        (
+            u.get("user") or {}
+            for u in config.get("users") or []
+            if u.get("name") == context.get("user")
+        ),
+        {},
+    )
+    cert, key = user.get("client-certificate-data"), user.get("client-key-data")
+    if not cert or not key:
+        return None
+    return base64.b64decode(cert), base64.b64decode(key)
+
+
+def _write_private(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    os.chmod(path, 0o600)
+    return path
+
+
 class UpstreamProcess:
     """One upstream binary, running. Use `async with` or start()/stop()."""
 
@@ -93,8 +177,10 @@ class UpstreamProcess:
         ready: Callable[[], Awaitable[bool]] | None = None,
         env: dict[str, str] | None = None,
         workdir: Path | None = None,
+        path: Path | None = None,
     ) -> None:
-        path = binary(name)
+        """`path`: a binary from elsewhere than $KARMADA_UPSTREAM_BIN (Debian's etcd)."""
+        path = path or binary(name)
         if path is None:
             raise FileNotFoundError(missing_reason(name))
         self.name = name
@@ -209,3 +295,187 @@ class UpstreamKarmadaAgent(UpstreamProcess):
     @property
     def returncode(self) -> int | None:
         return None if self.process is None else self.process.returncode
+
+
+class Etcd:
+    """Debian's etcd for one aggregated API server: clients over TLS with client certificates
+    (as Karmada's etcd serves karmada-aggregated-apiserver), peers on loopback, data in
+    `workdir`."""
+
+    def __init__(self, workdir: Path, ca: CertificateAuthority) -> None:
+        self.dir = workdir
+        self.client_port = free_port()
+        self.peer_port = free_port()
+        self.ca = ca
+        server_cert, server_key = ca.issue(
+            "etcd-server", dns_names=["localhost"], ips=["127.0.0.1"], usage="server"
+        )
+        client_cert, client_key = ca.issue("etcd-client", usage="client")
+        self.ca_file = _write_private(workdir / "etcd-ca.crt", ca.cert_pem)
+        self.client_cert_file = _write_private(workdir / "etcd-client.crt", client_cert)
+        self.client_key_file = _write_private(workdir / "etcd-client.key", client_key)
+        server_files = (
+            _write_private(workdir / "etcd-server.crt", server_cert),
+            _write_private(workdir / "etcd-server.key", server_key),
+        )
+        peer = f"http://127.0.0.1:{self.peer_port}"
+        args = [
+            "--name=etcd",
+            f"--data-dir={workdir / 'etcd-data'}",
+            f"--listen-client-urls={self.url}",
+            f"--advertise-client-urls={self.url}",
+            f"--listen-peer-urls={peer}",
+            f"--initial-advertise-peer-urls={peer}",
+            f"--initial-cluster=etcd={peer}",
+            f"--cert-file={server_files[0]}",
+            f"--key-file={server_files[1]}",
+            f"--trusted-ca-file={self.ca_file}",
+            "--client-cert-auth",
+            "--logger=zap",
+        ]
+        context = ssl.create_default_context(cafile=str(self.ca_file))
+        context.load_cert_chain(self.client_cert_file, self.client_key_file)
+        self.process = UpstreamProcess(
+            "etcd",
+            args,
+            ready=lambda: _https_ok("127.0.0.1", self.client_port, "/health", context),
+            workdir=workdir,
+            path=ETCD,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.client_port}"
+
+    async def start(self) -> Etcd:
+        await self.process.start()
+        return self
+
+    async def stop(self) -> None:
+        await self.process.stop()
+
+
+class KarmadaAggregatedApiserver:
+    """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`.
+
+    Karmada's deployment has it serve on its pod IP behind the Service
+    karmada-system/karmada-aggregated-apiserver; here it serves on 127.0.0.1:`port`, which the
+    control plane must map that Service to (`python -m emulator --service ...=` `address`)."""
+
+    NAMESPACE = "karmada-system"
+    SERVICE = "karmada-aggregated-apiserver"
+
+    def __init__(self, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
+        self.dir = workdir
+        self.port = free_port()
+        self.extra_args = list(extra_args)
+        self.ca = CertificateAuthority.generate("karmada-aggregated-apiserver-ca")
+        cert, key = self.ca.issue(
+            self.SERVICE,
+            dns_names=[
+                f"{self.SERVICE}.{self.NAMESPACE}.svc",
+                f"{self.SERVICE}.{self.NAMESPACE}.svc.cluster.local",
+                "localhost",
+            ],
+            ips=["127.0.0.1"],
+            usage="server",
+        )
+        self.cert_file = _write_private(workdir / "server.crt", cert)
+        self.key_file = _write_private(workdir / "server.key", key)
+        self.etcd = Etcd(workdir, CertificateAuthority.generate("etcd-ca"))
+        self.process: UpstreamProcess | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def service_key(self) -> str:
+        return f"{self.NAMESPACE}/{self.SERVICE}"
+
+    def args(self, kubeconfig: Path) -> list[str]:
+        """The deployment's flags; --bind-address and --secure-port for this machine."""
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--etcd-servers={self.etcd.url}",
+            f"--etcd-cafile={self.etcd.ca_file}",
+            f"--etcd-certfile={self.etcd.client_cert_file}",
+            f"--etcd-keyfile={self.etcd.client_key_file}",
+            f"--tls-cert-file={self.cert_file}",
+            f"--tls-private-key-file={self.key_file}",
+            "--audit-log-path=-",
+            "--audit-log-maxage=0",
+            "--audit-log-maxbackup=0",
+            "--tls-min-version=VersionTLS13",
+            "--logging-format=json",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            *self.extra_args,
+        ]
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaAggregatedApiserver:
+        """Start etcd, then the server against the control plane `kubeconfig` names (its user
+        needs Karmada's rights: the deployment gives it the admin's)."""
+        await self.etcd.start()
+        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+        # Ready is more than /readyz: the server reads the client and front-proxy CAs from the
+        # control plane a moment after it serves, and until then takes everyone for anonymous.
+        # It is ready once it knows its own client certificate (the kubeconfig's) for who it is.
+        path = "/readyz"
+        identity = _client_certificate(kubeconfig)
+        if identity is not None:
+            load_key_pair(context, *identity)
+            path = "/apis/cluster.karmada.io/v1alpha1"
+        self.process = UpstreamProcess(
+            AGGREGATED_APISERVER,
+            self.args(kubeconfig),
+            ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
+            workdir=self.dir,
+        )
+        try:
+            await self.process.start(timeout=timeout)
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+        await self.etcd.stop()
+
+    def log(self, tail: int = 4000) -> str:
+        return self.process.log(tail) if self.process is not None else ""
+
+    def service(self) -> dict[str, Any]:
+        """The control plane's Service for it (Karmada's apiservice artifact: ExternalName)."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+            "spec": {
+                "type": "ExternalName",
+                "externalName": f"{self.SERVICE}.{self.NAMESPACE}.svc.cluster.local",
+            },
+        }
+
+    def apiservice(self) -> dict[str, Any]:
+        """Karmada's APIService for cluster.karmada.io/v1alpha1, its caBundle this server's CA."""
+        return {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {
+                "name": "v1alpha1.cluster.karmada.io",
+                "labels": {"app": self.SERVICE, "apiserver": "true"},
+            },
+            "spec": {
+                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
+                "group": "cluster.karmada.io",
+                "groupPriorityMinimum": 2000,
+                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+                "version": "v1alpha1",
+                "versionPriority": 10,
+            },
+        }

@@ -58,7 +58,7 @@ class Informer:
                 ):
                     if not self._apply(event):
                         break
-            except ApiError as exc:
+            except (ApiError, ValueError) as exc:  # refused, or an answer that is not JSON
                 log.debug("informer of %s: %s", self.path, exc)
             await asyncio.sleep(RELIST_DELAY)  # between a failed or ended watch and the relist
 

@@ -1,0 +1,417 @@
+"""The whole user path to a member behind NAT, with the stock components: kubectl -> the Karmada
+control-plane emulator (its aggregation layer) -> the unmodified karmada-aggregated-apiserver
+(Clusters in its own etcd) -> the stock ANP proxy-server -> our agent's tunnel -> the member.
+
+The members cannot be dialled by the control plane: a Cluster's apiEndpoint is the agent's
+tunnel route, a name that never resolves, reachable only through the proxy-server. The agents
+register through the aggregation layer (their Clusters live in the aggregated API server's
+etcd), and the RBAC that lets karmada-aggregated-apiserver's impersonator act for a user is
+shipped to each member as Works, as upstream's unified-auth controller ships it.
+
+Users: alice and mallory may reach both clusters through the control plane (clusters/proxy);
+on the members alice may view, mallory nothing; bob may not use the cluster proxy at all.
+Skipped, with the reason, without $KARMADA_UPSTREAM_BIN (or without Debian's etcd).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import yaml
+
+from agent.app import Agent
+from emulator import upstream
+from emulator.emulator import Emulator, run_emulator
+from emulator.upstream import KarmadaAggregatedApiserver
+from tests import polling
+from tests.agent.tunnel.harness import Hub, open_hub
+from tests.e2e.support import kubectl, running_agent
+from tests.e2e.unified_auth import impersonation_works
+
+_missing = upstream.aggregated_apiserver_missing_reason() or (
+    upstream.missing_reason("proxy-server") if upstream.binary("proxy-server") is None else None
+)
+pytestmark = [
+    pytest.mark.skipif(_missing is not None, reason=_missing or ""),
+    pytest.mark.asyncio(loop_scope="module"),
+    pytest.mark.timeout(300),
+]
+
+CLUSTERS = ("edge-a", "edge-b")
+CLUSTER_API = "/apis/cluster.karmada.io/v1alpha1/clusters"
+APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io"
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+LOG_INTERVAL = 0.5
+PROXY_RULE = {
+    "apiGroups": ["cluster.karmada.io"],
+    "resources": ["clusters/proxy"],
+    "resourceNames": list(CLUSTERS),
+    "verbs": ["*"],
+}
+VIEW_RULE = {
+    "apiGroups": [""],
+    "resources": ["namespaces", "pods", "pods/log"],
+    "verbs": ["get", "list", "watch"],
+}
+
+
+@dataclass
+class Bed:
+    cp: Emulator
+    server: KarmadaAggregatedApiserver
+    hub: Hub
+    members: dict[str, Emulator]
+    agents: dict[str, Agent]
+    dir: Path
+    kubeconfigs: dict[str, Path] = field(default_factory=dict)
+
+    def user(self, name: str) -> Path:
+        """`name`'s kubeconfig for the control plane (client certificate)."""
+        if name not in self.kubeconfigs:
+            self.kubeconfigs[name] = self.cp.write_kubeconfig(
+                self.dir / f"{name}.kubeconfig", user=name
+            )
+        return self.kubeconfigs[name]
+
+    def proxy_kubeconfig(self, user: str, cluster: str) -> Path:
+        """`user`'s kubeconfig whose server is the control plane's cluster proxy for `cluster`."""
+        path = self.dir / f"{user}-{cluster}-proxy.kubeconfig"
+        config = yaml.safe_load(self.user(user).read_text())
+        config["clusters"][0]["cluster"]["server"] = f"{self.cp.url}{CLUSTER_API}/{cluster}/proxy"
+        path.write_text(yaml.safe_dump(config))
+        path.chmod(0o600)
+        return path
+
+
+async def _grant(client: Any, name: str, rules: list[dict[str, Any]], users: list[str]) -> None:
+    role = {"metadata": {"name": name}, "rules": rules}
+    (await client.post(f"{RBAC}/clusterroles", json=role)).raise_for_status()
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in users
+        ],
+    }
+    (await client.post(f"{RBAC}/clusterrolebindings", json=binding)).raise_for_status()
+
+
+async def _aggregate(cp: Emulator, server: KarmadaAggregatedApiserver) -> None:
+    async with cp.client() as client:
+        service = server.service()
+        path = f"/api/v1/namespaces/{service['metadata']['namespace']}/services"
+        (await client.post(path, json=service)).raise_for_status()
+        (
+            await client.post(APISERVICE.rpartition("/")[0], json=server.apiservice())
+        ).raise_for_status()
+        await polling.eventually(
+            lambda: client.get(APISERVICE),
+            until=lambda r: any(
+                c["type"] == "Available" and c["status"] == "True"
+                for c in (r.json().get("status") or {}).get("conditions") or []
+            ),
+            timeout=30,
+            what="karmada-aggregated-apiserver Available",
+        )
+
+
+async def _ship_unified_auth(bed: Bed, cluster: str) -> None:
+    async with bed.cp.client() as client:
+        obj = (await client.get(f"{CLUSTER_API}/{cluster}")).json()
+        roles = (await client.get(f"{RBAC}/clusterroles")).json()["items"]
+        bindings = (await client.get(f"{RBAC}/clusterrolebindings")).json()["items"]
+        for work in impersonation_works(obj, roles, bindings):
+            namespace = work["metadata"]["namespace"]
+            path = f"/apis/work.karmada.io/v1alpha1/namespaces/{namespace}/works"
+            await polling.eventually(
+                lambda p=path, w=work: client.post(p, json=w),  # the namespace comes first
+                until=lambda r: r.status_code == 201,
+                timeout=30,
+                what=f"Work {work['metadata']['name']} created",
+            )
+    async with bed.members[cluster].client() as member:
+        await polling.eventually(
+            lambda: member.get(f"{RBAC}/clusterrolebindings/karmada-impersonator"),
+            until=lambda r: r.status_code == 200,
+            timeout=30,
+            what=f"the impersonator's RBAC applied on {cluster}",
+        )
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
+    from emulator.controllers import Knobs
+
+    directory = tmp_path_factory.mktemp("aggregated")
+    async with run_emulator("karmada", name="karmada") as cp:
+        server = KarmadaAggregatedApiserver(directory)
+        cp.api.services[server.service_key] = server.address
+        config = cp.write_kubeconfig(
+            directory / "karmada.config",
+            user="system:karmada:karmada-aggregated-apiserver",
+            groups=["system:masters"],
+        )
+        await server.start(config)
+        try:
+            await _aggregate(cp, server)
+            async with contextlib.AsyncExitStack() as stack:
+                hub = await stack.enter_async_context(open_hub("stock", cluster_ca_pem=cp.ca_pem))
+                ca_file = directory / "proxy-server-ca.crt"
+                ca_file.write_bytes(hub.server_ca.cert_pem)
+                knobs = Knobs(log_line_interval=LOG_INTERVAL)
+                members: dict[str, Emulator] = {}
+                agents: dict[str, Agent] = {}
+                async with cp.client() as client:
+                    await _grant(client, "edge-proxy", [PROXY_RULE], ["alice", "mallory"])
+                for name in CLUSTERS:
+                    member = await stack.enter_async_context(
+                        run_emulator("member", name=name, knobs=knobs)
+                    )
+                    members[name] = member
+                    agent_kc = cp.write_kubeconfig(
+                        directory / f"{name}-agent.kubeconfig",
+                        user=f"system:karmada:agent:{name}",
+                        groups=["system:masters"],
+                    )
+                    _, agent = await stack.enter_async_context(
+                        running_agent(
+                            agent_kc,
+                            member.write_kubeconfig(directory / f"{name}-member.kubeconfig"),
+                            name,
+                            f"--tunnel-server-address={hub.agent_address}",
+                            f"--tunnel-server-ca-file={ca_file}",
+                            "--tunnel-server-name=localhost",
+                            f"--tunnel-proxy-url={hub.connect_url}",
+                        )
+                    )
+                    agents[name] = agent
+                    async with member.client() as admin:
+                        await _grant(admin, "alice-view", [VIEW_RULE], ["alice"])
+                        deployment = {
+                            "metadata": {"name": "web"},
+                            "spec": {
+                                "replicas": 2,
+                                "selector": {"matchLabels": {"app": "web"}},
+                                "template": {
+                                    "metadata": {"labels": {"app": "web"}},
+                                    "spec": {"containers": [{"name": "nginx", "image": "nginx"}]},
+                                },
+                            },
+                        }
+                        path = "/apis/apps/v1/namespaces/default/deployments"
+                        (await admin.post(path, json=deployment)).raise_for_status()
+                bed = Bed(cp, server, hub, members, agents, directory)
+                for name, agent in agents.items():
+                    tunnel = await polling.eventually(lambda a=agent: a.tunnel, what="tunnel built")
+                    await asyncio.wait_for(tunnel.connected.wait(), 30)
+                    await _ship_unified_auth(bed, name)
+                yield bed
+        finally:
+            await server.stop()
+
+
+async def _kubectl_fails(config: Path, *args: str) -> str:
+    with pytest.raises(AssertionError) as failed:
+        await kubectl(config, *args)
+    return str(failed.value)
+
+
+async def _uid(member: Emulator, namespace: str = "kube-system") -> str:
+    async with member.client() as client:
+        return str((await client.get(f"/api/v1/namespaces/{namespace}")).json()["metadata"]["uid"])
+
+
+async def test_the_clusters_live_in_the_aggregated_apiservers_etcd(bed: Bed) -> None:
+    assert bed.cp.aggregator.served_remotely("cluster.karmada.io", "v1alpha1")
+    async with bed.cp.client() as client:
+        listed = (await client.get(CLUSTER_API)).json()
+    assert sorted(i["metadata"]["name"] for i in listed["items"]) == list(CLUSTERS)
+    for item in listed["items"]:
+        assert (
+            item["spec"]["apiEndpoint"]
+            == f"https://{item['metadata']['name']}.karmada-tunnel.invalid:443"
+        )
+        assert item["spec"]["proxyURL"] == bed.hub.connect_url
+        assert (
+            bed.cp.api.storage.get(("cluster.karmada.io", "clusters"), "", item["metadata"]["name"])
+            is None
+        )
+    admin = bed.cp.write_kubeconfig(bed.dir / "admin.kubeconfig")
+    resources = await kubectl(admin, "api-resources", "--api-group=cluster.karmada.io")
+    assert resources.splitlines()[1].split() == [
+        "clusters", "cluster.karmada.io/v1alpha1", "false", "Cluster"
+    ]  # fmt: skip
+    table = await kubectl(admin, "get", "apiservice", "v1alpha1.cluster.karmada.io")
+    assert table.splitlines()[1].split()[:3] == [
+        "v1alpha1.cluster.karmada.io", "karmada-system/karmada-aggregated-apiserver", "True"
+    ]  # fmt: skip
+
+
+async def test_kubectl_get_raw_returns_the_members_namespaces(bed: Bed) -> None:
+    raw = await kubectl(
+        bed.user("alice"), "get", "--raw", f"{CLUSTER_API}/edge-a/proxy/api/v1/namespaces"
+    )
+    listed = json.loads(raw)
+    assert listed["kind"] == "NamespaceList"
+    by_name = {i["metadata"]["name"]: i["metadata"]["uid"] for i in listed["items"]}
+    assert by_name["kube-system"] == await _uid(bed.members["edge-a"])
+
+
+async def test_a_kubeconfig_ending_in_proxy_lists_pods_and_follows_a_log(bed: Bed) -> None:
+    config = bed.proxy_kubeconfig("alice", "edge-a")
+    pods = await polling.eventually(
+        lambda: kubectl(config, "get", "pods", "-n", "default", "-o", "name"),
+        until=lambda out: len(out.split()) == 2,
+        timeout=30,
+        what="the web pods through the proxy",
+    )
+    first = pods.split()[0]
+    follow = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(config), "logs", "-f", "-n", "default", first, "--tail=1",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert follow.stdout is not None
+        numbers = []
+        for _ in range(3):
+            line = (await asyncio.wait_for(follow.stdout.readline(), 20)).decode()
+            assert f"of nginx in pod default/{first.split('/')[1]}" in line
+            numbers.append(int(line.split()[1]))
+        assert numbers == [numbers[0], numbers[0] + 1, numbers[0] + 2]
+    finally:
+        follow.terminate()
+        await follow.wait()
+
+
+async def test_two_clusters_on_one_private_address_each_answer_for_themselves(bed: Bed) -> None:
+    a, b = bed.members["edge-a"], bed.members["edge-b"]
+    assert a.url.rpartition(":")[0] == b.url.rpartition(":")[0] == "https://127.0.0.1"
+    for name, member in bed.members.items():
+        raw = await kubectl(
+            bed.user("alice"),
+            "get",
+            "--raw",
+            f"{CLUSTER_API}/{name}/proxy/api/v1/namespaces/kube-system",
+        )
+        assert json.loads(raw)["metadata"]["uid"] == await _uid(member)
+    assert await _uid(a) != await _uid(b)
+
+
+async def test_a_dial_for_any_other_address_is_refused(bed: Bed) -> None:
+    """A Cluster naming edge-a's route host with another port: the proxy-server hands the dial
+    to edge-a's agent (destHost), which refuses it."""
+    async with bed.cp.client() as client:
+        edge_a = (await client.get(f"{CLUSTER_API}/edge-a")).json()
+        rogue = {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": "rogue"},
+            "spec": {
+                **{
+                    k: edge_a["spec"][k]
+                    for k in ("syncMode", "proxyURL", "secretRef", "impersonatorSecretRef")
+                },
+                "apiEndpoint": edge_a["spec"]["apiEndpoint"].replace(":443", ":6443"),
+            },
+        }
+        (await client.post(CLUSTER_API, json=rogue)).raise_for_status()
+        await _grant(client, "rogue-proxy", [{**PROXY_RULE, "resourceNames": ["rogue"]}], ["alice"])
+    tunnel = bed.agents["edge-a"].tunnel
+    assert tunnel is not None
+    before = tunnel.policy.refused
+    try:
+        message = await _kubectl_fails(
+            bed.user("alice"), "get", "--raw", f"{CLUSTER_API}/rogue/proxy/api/v1/namespaces"
+        )
+        # The proxy-server answers the aggregated apiserver's CONNECT with 502 for a refused dial.
+        assert "Error from server: Bad Gateway" in message
+        assert tunnel.policy.refused == before + 1
+    finally:
+        async with bed.cp.client() as client:
+            await client.delete(f"{CLUSTER_API}/rogue")
+
+
+async def test_an_identity_forbidden_on_the_member_stays_forbidden(bed: Bed) -> None:
+    path = f"{CLUSTER_API}/edge-a/proxy/api/v1/namespaces"
+    mallory = await _kubectl_fails(bed.user("mallory"), "get", "--raw", path)
+    assert (
+        'Error from server (Forbidden): namespaces is forbidden: User "mallory" cannot list '
+        'resource "namespaces" in API group "" at the cluster scope'
+    ) in mallory
+    # bob may not use the cluster proxy: the control plane says so before anything leaves it.
+    bob = await _kubectl_fails(bed.user("bob"), "get", "--raw", path)
+    assert (
+        'User "bob" cannot get resource "clusters/proxy" in API group "cluster.karmada.io"' in bob
+    )
+
+
+async def test_fifty_gets_and_five_followed_logs_at_once(bed: Bed) -> None:
+    config = bed.proxy_kubeconfig("alice", "edge-b")
+    pods = await polling.eventually(
+        lambda: kubectl(config, "get", "pods", "-n", "default", "-o", "name"),
+        until=lambda out: len(out.split()) == 2,
+        timeout=30,
+        what="the web pods through the proxy",
+    )
+    pod = pods.split()[0]
+    command = ["kubectl", "--kubeconfig", str(config), "logs", "-f", "-n", "default", pod]
+    follows = [
+        await asyncio.create_subprocess_exec(
+            *command, "--tail=1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        for _ in range(5)
+    ]
+    try:
+        for follow in follows:
+            assert follow.stdout is not None
+            await asyncio.wait_for(follow.stdout.readline(), 30)
+        started = time.monotonic()
+        outputs = await asyncio.gather(
+            *(kubectl(config, "get", "pods", "-n", "default", "-o", "name") for _ in range(50))
+        )
+        print(f"50 kubectl get through the whole path: {time.monotonic() - started:.1f}s")
+        assert all(sorted(out.split()) == sorted(pods.split()) for out in outputs)
+        # Every followed log is still streaming: each gets the next lines as they are written.
+        for follow in follows:
+            assert follow.stdout is not None
+            line = await asyncio.wait_for(follow.stdout.readline(), 30)
+            assert f"pod default/{pod.split('/')[1]}" in line.decode()
+    finally:
+        for follow in follows:
+            follow.terminate()
+        await asyncio.gather(*(f.wait() for f in follows))
+
+
+async def test_a_watch_streams_through_the_whole_path(bed: Bed) -> None:
+    config = bed.proxy_kubeconfig("alice", "edge-a")
+    watch = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(config), "get", "namespaces", "-w", "-o", "name",
+        "--watch-only",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert watch.stdout is not None
+        async with bed.members["edge-a"].client() as admin:
+            created = False
+            while not created:  # kubectl may still be connecting: create until one is seen
+                name = f"watched-{time.monotonic_ns()}"
+                (
+                    await admin.post("/api/v1/namespaces", json={"metadata": {"name": name}})
+                ).raise_for_status()
+                try:
+                    line = await asyncio.wait_for(watch.stdout.readline(), 5)
+                except TimeoutError:
+                    continue
+                created = line.decode().strip().startswith("namespace/watched-")
+    finally:
+        watch.terminate()
+        await watch.wait()

@@ -1,0 +1,139 @@
+"""What upstream's unified-auth controller (karmada-controller-manager) ships to a member so that
+karmada-aggregated-apiserver's impersonator may act for the users the control plane lets reach
+that cluster.
+
+Read from Karmada's pkg/controllers/unifiedauth and pkg/util (GenerateImpersonationRules): the
+subjects of every ClusterRoleBinding whose ClusterRole grants `clusters/proxy` of
+cluster.karmada.io for the cluster (or `proxying/proxy` of search.karmada.io) become rules to
+impersonate those users, service accounts and groups (by name); a ClusterRole and a
+ClusterRoleBinding named `karmada-impersonator` (label karmada.io/system=true) carry them, the
+binding's subject being the ServiceAccount karmada-impersonator in the namespace of the
+Cluster's impersonatorSecretRef. Each goes to the member as a Work in karmada-es-<cluster>,
+named as names.GenerateWorkName names it, with the execution finalizer and the Cluster as its
+controller owner.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agent.karmada.names import generate_work_name
+
+JSON = dict[str, Any]
+RBAC = "rbac.authorization.k8s.io"
+IMPERSONATOR = "karmada-impersonator"
+
+
+def _matches(values: list[str] | None, wanted: str) -> bool:
+    return any(v in ("*", wanted) for v in values or [])
+
+
+def _grants_proxy(rule: JSON, cluster: str) -> bool:
+    names = rule.get("resourceNames") or []
+    if (
+        _matches(rule.get("apiGroups"), "cluster.karmada.io")
+        and _matches(rule.get("resources"), "clusters/proxy")
+        and (not names or cluster in names)
+    ):
+        return True
+    return _matches(rule.get("apiGroups"), "search.karmada.io") and _matches(
+        rule.get("resources"), "proxying/proxy"
+    )
+
+
+def subjects_for(cluster: str, cluster_roles: list[JSON], bindings: list[JSON]) -> list[JSON]:
+    """Who may reach `cluster` through the control plane's cluster proxy."""
+    roles = {
+        r["metadata"]["name"]
+        for r in cluster_roles
+        if any(_grants_proxy(rule, cluster) for rule in r.get("rules") or [])
+    }
+    return [
+        subject
+        for b in bindings
+        if b.get("roleRef", {}).get("kind") == "ClusterRole" and b["roleRef"].get("name") in roles
+        for subject in b.get("subjects") or []
+    ]
+
+
+def impersonation_rules(subjects: list[JSON]) -> list[JSON]:
+    """GenerateImpersonationRules: users, service accounts, groups, each by sorted name."""
+    kinds = (("User", "users"), ("ServiceAccount", "serviceaccounts"), ("Group", "groups"))
+    rules = []
+    for kind, resource in kinds:
+        names = sorted({s["name"] for s in subjects if s.get("kind") == kind})
+        if names:
+            rules.append(
+                {
+                    "verbs": ["impersonate"],
+                    "apiGroups": [""],
+                    "resources": [resource],
+                    "resourceNames": names,
+                }
+            )
+    return rules
+
+
+def _work(cluster: JSON, manifest: JSON) -> JSON:
+    name = cluster["metadata"]["name"]
+    namespace = f"karmada-es-{name}"
+    work_name = generate_work_name(manifest["kind"], manifest["metadata"]["name"], "")
+    shipped = copy.deepcopy(manifest)
+    meta = shipped["metadata"]
+    meta.setdefault("labels", {})["karmada.io/managed"] = "true"
+    meta.setdefault("annotations", {}).update(
+        {
+            "resourcetemplate.karmada.io/uid": "",
+            "work.karmada.io/name": work_name,
+            "work.karmada.io/namespace": namespace,
+        }
+    )
+    return {
+        "apiVersion": "work.karmada.io/v1alpha1",
+        "kind": "Work",
+        "metadata": {
+            "name": work_name,
+            "namespace": namespace,
+            "finalizers": ["karmada.io/execution-controller"],
+            "ownerReferences": [
+                {
+                    "apiVersion": "cluster.karmada.io/v1alpha1",
+                    "kind": "Cluster",
+                    "name": name,
+                    "uid": cluster["metadata"]["uid"],
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {"workload": {"manifests": [shipped]}},
+    }
+
+
+def impersonation_works(
+    cluster: JSON, cluster_roles: list[JSON], bindings: list[JSON]
+) -> list[JSON]:
+    """The two Works unified-auth creates for `cluster` (none without an impersonatorSecretRef
+    or when nobody may reach the cluster)."""
+    ref = (cluster.get("spec") or {}).get("impersonatorSecretRef")
+    if not ref:
+        return []
+    rules = impersonation_rules(subjects_for(cluster["metadata"]["name"], cluster_roles, bindings))
+    labels = {"karmada.io/system": "true"}
+    role = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": IMPERSONATOR, "labels": dict(labels)},
+        "rules": rules,
+    }
+    binding = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": IMPERSONATOR, "labels": dict(labels)},
+        "subjects": [
+            {"kind": "ServiceAccount", "namespace": ref["namespace"], "name": IMPERSONATOR}
+        ],
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": IMPERSONATOR},
+    }
+    return [_work(cluster, role), _work(cluster, binding)]
