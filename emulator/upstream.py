@@ -364,6 +364,9 @@ class KarmadaAggregatedApiserver:
 
     NAMESPACE = "karmada-system"
     SERVICE = "karmada-aggregated-apiserver"
+    # The ServiceNetwork key the control plane maps to `address`.
+    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
+    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
 
     def __init__(self, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
         self.dir = workdir
@@ -373,8 +376,8 @@ class KarmadaAggregatedApiserver:
         cert, key = self.ca.issue(
             self.SERVICE,
             dns_names=[
-                f"{self.SERVICE}.{self.NAMESPACE}.svc",
-                f"{self.SERVICE}.{self.NAMESPACE}.svc.cluster.local",
+                self.SERVICE_DNS_NAME,
+                f"{self.SERVICE_DNS_NAME}.cluster.local",
                 "localhost",
             ],
             ips=["127.0.0.1"],
@@ -388,10 +391,6 @@ class KarmadaAggregatedApiserver:
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def service_key(self) -> str:
-        return f"{self.NAMESPACE}/{self.SERVICE}"
 
     def args(self, kubeconfig: Path) -> list[str]:
         """The deployment's flags; --bind-address and --secure-port for this machine."""
@@ -450,32 +449,40 @@ class KarmadaAggregatedApiserver:
         return self.process.log(tail) if self.process is not None else ""
 
     def service(self) -> dict[str, Any]:
-        """The control plane's Service for it (Karmada's apiservice artifact: ExternalName)."""
-        return {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": self.SERVICE, "namespace": self.NAMESPACE},
-            "spec": {
-                "type": "ExternalName",
-                "externalName": f"{self.SERVICE}.{self.NAMESPACE}.svc.cluster.local",
-            },
-        }
+        return aggregated_apiserver_service()
 
     def apiservice(self) -> dict[str, Any]:
-        """Karmada's APIService for cluster.karmada.io/v1alpha1, its caBundle this server's CA."""
-        return {
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {
-                "name": "v1alpha1.cluster.karmada.io",
-                "labels": {"app": self.SERVICE, "apiserver": "true"},
-            },
-            "spec": {
-                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
-                "group": "cluster.karmada.io",
-                "groupPriorityMinimum": 2000,
-                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
-                "version": "v1alpha1",
-                "versionPriority": 10,
-            },
-        }
+        return aggregated_apiserver_apiservice(self.ca.cert_pem)
+
+
+def aggregated_apiserver_service() -> dict[str, Any]:
+    """The control plane's Service for karmada-aggregated-apiserver (Karmada's apiservice
+    artifact: an ExternalName Service)."""
+    name, namespace = KarmadaAggregatedApiserver.SERVICE, KarmadaAggregatedApiserver.NAMESPACE
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"type": "ExternalName", "externalName": f"{name}.{namespace}.svc.cluster.local"},
+    }
+
+
+def aggregated_apiserver_apiservice(ca_pem: bytes) -> dict[str, Any]:
+    """Karmada's APIService for cluster.karmada.io/v1alpha1, with the server's CA."""
+    name, namespace = KarmadaAggregatedApiserver.SERVICE, KarmadaAggregatedApiserver.NAMESPACE
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {
+            "name": "v1alpha1.cluster.karmada.io",
+            "labels": {"app": name, "apiserver": "true"},
+        },
+        "spec": {
+            "caBundle": base64.b64encode(ca_pem).decode(),
+            "group": "cluster.karmada.io",
+            "groupPriorityMinimum": 2000,
+            "service": {"name": name, "namespace": namespace},
+            "version": "v1alpha1",
+            "versionPriority": 10,
+        },
+    }

@@ -22,7 +22,6 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -34,8 +33,8 @@ from emulator.emulator import Emulator, run_emulator
 from emulator.upstream import KarmadaAggregatedApiserver
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
+from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
 from tests.e2e.support import kubectl, running_agent
-from tests.e2e.unified_auth import impersonation_works
 
 _missing = upstream.aggregated_apiserver_missing_reason() or (
     upstream.missing_reason("proxy-server") if upstream.binary("proxy-server") is None else None
@@ -47,16 +46,8 @@ pytestmark = [
 ]
 
 CLUSTERS = ("edge-a", "edge-b")
-CLUSTER_API = "/apis/cluster.karmada.io/v1alpha1/clusters"
 APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io"
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 LOG_INTERVAL = 0.5
-PROXY_RULE = {
-    "apiGroups": ["cluster.karmada.io"],
-    "resources": ["clusters/proxy"],
-    "resourceNames": list(CLUSTERS),
-    "verbs": ["*"],
-}
 VIEW_RULE = {
     "apiGroups": [""],
     "resources": ["namespaces", "pods", "pods/log"],
@@ -92,19 +83,6 @@ class Bed:
         return path
 
 
-async def _grant(client: Any, name: str, rules: list[dict[str, Any]], users: list[str]) -> None:
-    role = {"metadata": {"name": name}, "rules": rules}
-    (await client.post(f"{RBAC}/clusterroles", json=role)).raise_for_status()
-    binding = {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": u} for u in users
-        ],
-    }
-    (await client.post(f"{RBAC}/clusterrolebindings", json=binding)).raise_for_status()
-
-
 async def _aggregate(cp: Emulator, server: KarmadaAggregatedApiserver) -> None:
     async with cp.client() as client:
         service = server.service()
@@ -124,29 +102,6 @@ async def _aggregate(cp: Emulator, server: KarmadaAggregatedApiserver) -> None:
         )
 
 
-async def _ship_unified_auth(bed: Bed, cluster: str) -> None:
-    async with bed.cp.client() as client:
-        obj = (await client.get(f"{CLUSTER_API}/{cluster}")).json()
-        roles = (await client.get(f"{RBAC}/clusterroles")).json()["items"]
-        bindings = (await client.get(f"{RBAC}/clusterrolebindings")).json()["items"]
-        for work in impersonation_works(obj, roles, bindings):
-            namespace = work["metadata"]["namespace"]
-            path = f"/apis/work.karmada.io/v1alpha1/namespaces/{namespace}/works"
-            await polling.eventually(
-                lambda p=path, w=work: client.post(p, json=w),  # the namespace comes first
-                until=lambda r: r.status_code == 201,
-                timeout=30,
-                what=f"Work {work['metadata']['name']} created",
-            )
-    async with bed.members[cluster].client() as member:
-        await polling.eventually(
-            lambda: member.get(f"{RBAC}/clusterrolebindings/karmada-impersonator"),
-            until=lambda r: r.status_code == 200,
-            timeout=30,
-            what=f"the impersonator's RBAC applied on {cluster}",
-        )
-
-
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
     from emulator.controllers import Knobs
@@ -154,7 +109,7 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
     directory = tmp_path_factory.mktemp("aggregated")
     async with run_emulator("karmada", name="karmada") as cp:
         server = KarmadaAggregatedApiserver(directory)
-        cp.api.services[server.service_key] = server.address
+        cp.api.services[server.SERVICE_KEY] = server.address
         config = cp.write_kubeconfig(
             directory / "karmada.config",
             user="system:karmada:karmada-aggregated-apiserver",
@@ -171,7 +126,12 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                 members: dict[str, Emulator] = {}
                 agents: dict[str, Agent] = {}
                 async with cp.client() as client:
-                    await _grant(client, "edge-proxy", [PROXY_RULE], ["alice", "mallory"])
+                    await grant(
+                        client,
+                        "edge-proxy",
+                        [{**PROXY_RULE, "resourceNames": list(CLUSTERS)}],
+                        ["alice", "mallory"],
+                    )
                 for name in CLUSTERS:
                     member = await stack.enter_async_context(
                         run_emulator("member", name=name, knobs=knobs)
@@ -195,7 +155,7 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                     )
                     agents[name] = agent
                     async with member.client() as admin:
-                        await _grant(admin, "alice-view", [VIEW_RULE], ["alice"])
+                        await grant(admin, "alice-view", [VIEW_RULE], ["alice"])
                         deployment = {
                             "metadata": {"name": "web"},
                             "spec": {
@@ -213,7 +173,8 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                 for name, agent in agents.items():
                     tunnel = await polling.eventually(lambda a=agent: a.tunnel, what="tunnel built")
                     await asyncio.wait_for(tunnel.connected.wait(), 30)
-                    await _ship_unified_auth(bed, name)
+                    async with cp.client() as client, members[name].client() as member:
+                        await ship_impersonation(client, member, name)
                 yield bed
         finally:
             await server.stop()
@@ -324,7 +285,7 @@ async def test_a_dial_for_any_other_address_is_refused(bed: Bed) -> None:
             },
         }
         (await client.post(CLUSTER_API, json=rogue)).raise_for_status()
-        await _grant(client, "rogue-proxy", [{**PROXY_RULE, "resourceNames": ["rogue"]}], ["alice"])
+        await grant(client, "rogue-proxy", [{**PROXY_RULE, "resourceNames": ["rogue"]}], ["alice"])
     tunnel = bed.agents["edge-a"].tunnel
     assert tunnel is not None
     before = tunnel.policy.refused

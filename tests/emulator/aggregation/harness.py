@@ -21,6 +21,11 @@ import httpx
 from emulator.controllers import Knobs
 from emulator.emulator import Emulator, run_emulator
 from emulator.requestheader import RequestHeaderConfig
+from emulator.upstream import (
+    KarmadaAggregatedApiserver,
+    aggregated_apiserver_apiservice,
+    aggregated_apiserver_service,
+)
 from tests import polling
 
 NAMESPACE, SERVICE = "samples", "sample-apiserver"
@@ -188,3 +193,21 @@ async def available(front: httpx.AsyncClient, name: str, status: str = "True") -
             what=f"APIService {name} Available={status}",
         )
     )
+
+
+CLUSTERS_APISERVICE = "v1alpha1.cluster.karmada.io"
+
+
+async def aggregate_clusters(bed: Bed) -> None:
+    """Install on the front what Karmada's artifacts install on karmada-apiserver (the Service
+    and the APIService of karmada-aggregated-apiserver), pointing at the backend, and wait until
+    the APIService is Available."""
+    bed.front.api.services[KarmadaAggregatedApiserver.SERVICE_KEY] = bed.backend_address
+    service = aggregated_apiserver_service()
+    async with bed.front.client() as front:
+        namespace = service["metadata"]["namespace"]
+        path = f"/api/v1/namespaces/{namespace}/services"
+        (await front.post(path, json=service)).raise_for_status()
+        apiservice = aggregated_apiserver_apiservice(bed.backend.ca_pem)
+        (await front.post(APISERVICES, json=apiservice)).raise_for_status()
+        await available(front, CLUSTERS_APISERVICE)

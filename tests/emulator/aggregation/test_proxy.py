@@ -22,6 +22,7 @@ from emulator.registry import ResourceType
 from emulator.requestinfo import RequestAttributes
 from emulator.wire import ApiRequest, ApiResponse, RawConnection
 from tests import polling
+from tests.e2e.cluster_proxy import grant
 from tests.e2e.support import kubectl
 
 from .harness import (
@@ -38,8 +39,6 @@ from .harness import (
     create_service,
     register,
 )
-
-RBAC = "/apis/rbac.authorization.k8s.io/v1"
 
 
 def widget(name: str, **fields: Any) -> dict[str, Any]:
@@ -65,21 +64,8 @@ def record(bed: Bed) -> list[ApiRequest]:
 
 async def grant_widgets(client: httpx.AsyncClient, user: str) -> None:
     """`user` may do anything with widgets (on the server `client` talks to)."""
-    role = {
-        "metadata": {"name": "widgets"},
-        "rules": [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["*"]}],
-    }
-    await client.post(f"{RBAC}/clusterroles", json=role)
-    binding = {
-        "metadata": {"name": f"widgets-{user}"},
-        "roleRef": {
-            "apiGroup": "rbac.authorization.k8s.io",
-            "kind": "ClusterRole",
-            "name": "widgets",
-        },
-        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
-    }
-    (await client.post(f"{RBAC}/clusterrolebindings", json=binding)).raise_for_status()
+    rules = [{"apiGroups": [GROUP], "resources": ["widgets"], "verbs": ["*"]}]
+    await grant(client, f"widgets-{user}", rules, [user])
 
 
 async def test_the_backend_gets_the_user_the_front_authenticated_and_no_credentials() -> None:

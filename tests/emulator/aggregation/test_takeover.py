@@ -8,15 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from emulator.upstream import KarmadaAggregatedApiserver
 from tests import polling
 from tests.e2e.support import kubectl
 
-from .harness import APISERVICES, aggregated, available
+from .harness import APISERVICES, CLUSTERS_APISERVICE, aggregate_clusters, aggregated
 
 CLUSTERS = "/apis/cluster.karmada.io/v1alpha1/clusters"
-NAME = "v1alpha1.cluster.karmada.io"
 
 
 def cluster(name: str) -> dict[str, Any]:
@@ -28,50 +26,15 @@ def cluster(name: str) -> dict[str, Any]:
     }
 
 
-async def aggregate_clusters(
-    front: httpx.AsyncClient, address: str, ca_pem: bytes, bed: Any
-) -> None:
-    """What Karmada's artifacts install on karmada-apiserver: an ExternalName Service and the
-    APIService (groupPriorityMinimum 2000, versionPriority 10) with the server's CA."""
-    import base64
-
-    bed.front.api.services["karmada-system/karmada-aggregated-apiserver"] = address
-    service = {
-        "metadata": {"name": "karmada-aggregated-apiserver"},
-        "spec": {
-            "type": "ExternalName",
-            "externalName": "karmada-aggregated-apiserver.karmada-system.svc.cluster.local",
-        },
-    }
-    (
-        await front.post("/api/v1/namespaces/karmada-system/services", json=service)
-    ).raise_for_status()
-    body = {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {"name": NAME, "labels": {"app": "karmada-aggregated-apiserver"}},
-        "spec": {
-            "caBundle": base64.b64encode(ca_pem).decode(),
-            "group": "cluster.karmada.io",
-            "groupPriorityMinimum": 2000,
-            "service": {"name": "karmada-aggregated-apiserver", "namespace": "karmada-system"},
-            "version": "v1alpha1",
-            "versionPriority": 10,
-        },
-    }
-    (await front.post(APISERVICES, json=body)).raise_for_status()
-    await available(front, NAME)
-
-
 async def test_clusters_live_in_the_aggregated_server_while_it_serves_them(tmp_path: Path) -> None:
-    service = "karmada-aggregated-apiserver.karmada-system.svc"
+    service = KarmadaAggregatedApiserver.SERVICE_DNS_NAME
     async with (
         aggregated("karmada", "karmada", widgets=False, service=service) as bed,
         bed.front.client() as front,
         bed.backend.client() as backend,
     ):
         (await front.post(CLUSTERS, json=cluster("kept-locally"))).raise_for_status()
-        await aggregate_clusters(front, bed.backend_address, bed.backend.ca_pem, bed)
+        await aggregate_clusters(bed)
         assert bed.front.api.registry.lookup("cluster.karmada.io", "v1alpha1", "clusters") is None
         listed = await front.get(CLUSTERS)
         assert (listed.status_code, listed.json()["items"]) == (200, [])
@@ -124,7 +87,7 @@ async def test_clusters_live_in_the_aggregated_server_while_it_serves_them(tmp_p
         table = await kubectl(config, "get", "clusters")
         assert [line.split()[0] for line in table.splitlines()] == ["NAME", "edge-1"]
         # The APIService goes: the emulator serves Clusters itself again, as before.
-        (await front.delete(f"{APISERVICES}/{NAME}")).raise_for_status()
+        (await front.delete(f"{APISERVICES}/{CLUSTERS_APISERVICE}")).raise_for_status()
         names = await polling.eventually(
             lambda: front.get(CLUSTERS),
             until=lambda r: (

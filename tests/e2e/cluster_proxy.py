@@ -1,6 +1,7 @@
-"""What upstream's unified-auth controller (karmada-controller-manager) ships to a member so that
-karmada-aggregated-apiserver's impersonator may act for the users the control plane lets reach
-that cluster.
+"""What the control plane's cluster proxy needs to reach a member for a user: RBAC on both sides
+(`grant`), and what upstream's unified-auth controller (karmada-controller-manager) ships to a
+member so that karmada-aggregated-apiserver's impersonator may act for the users the control
+plane lets reach that cluster (`impersonation_works`, `ship_impersonation`).
 
 Read from Karmada's pkg/controllers/unifiedauth and pkg/util (GenerateImpersonationRules): the
 subjects of every ClusterRoleBinding whose ClusterRole grants `clusters/proxy` of
@@ -18,11 +19,33 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import httpx
+
 from agent.karmada.names import generate_work_name
+from tests import polling
 
 JSON = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 IMPERSONATOR = "karmada-impersonator"
+RBAC_API = f"/apis/{RBAC}/v1"
+CLUSTER_API = "/apis/cluster.karmada.io/v1alpha1/clusters"
+PROXY_RULE: JSON = {
+    "apiGroups": ["cluster.karmada.io"],
+    "resources": ["clusters/proxy"],
+    "verbs": ["*"],
+}
+
+
+async def grant(client: httpx.AsyncClient, name: str, rules: list[JSON], users: list[str]) -> None:
+    """A ClusterRole `name` with `rules`, bound to `users` (on the server `client` talks to)."""
+    role = {"metadata": {"name": name}, "rules": rules}
+    (await client.post(f"{RBAC_API}/clusterroles", json=role)).raise_for_status()
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": RBAC, "kind": "User", "name": u} for u in users],
+    }
+    (await client.post(f"{RBAC_API}/clusterrolebindings", json=binding)).raise_for_status()
 
 
 def _matches(values: list[str] | None, wanted: str) -> bool:
@@ -137,3 +160,27 @@ def impersonation_works(
         "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": IMPERSONATOR},
     }
     return [_work(cluster, role), _work(cluster, binding)]
+
+
+async def ship_impersonation(
+    control_plane: httpx.AsyncClient, member: httpx.AsyncClient, cluster: str
+) -> None:
+    """Create unified-auth's Works for `cluster` (its execution namespace may still be on its
+    way) and wait until the member has the impersonator's binding (the agent applies them)."""
+    obj = (await control_plane.get(f"{CLUSTER_API}/{cluster}")).json()
+    roles = (await control_plane.get(f"{RBAC_API}/clusterroles")).json()["items"]
+    bindings = (await control_plane.get(f"{RBAC_API}/clusterrolebindings")).json()["items"]
+    for work in impersonation_works(obj, roles, bindings):
+        path = f"/apis/work.karmada.io/v1alpha1/namespaces/{work['metadata']['namespace']}/works"
+        await polling.eventually(
+            lambda p=path, w=work: control_plane.post(p, json=w),
+            until=lambda r: r.status_code == 201,
+            timeout=30,
+            what=f"Work {work['metadata']['name']} created",
+        )
+    await polling.eventually(
+        lambda: member.get(f"{RBAC_API}/clusterrolebindings/{IMPERSONATOR}"),
+        until=lambda r: r.status_code == 200,
+        timeout=30,
+        what=f"the impersonator's RBAC applied on {cluster}",
+    )
