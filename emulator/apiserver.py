@@ -183,7 +183,10 @@ class ApiServer:
         if health is not None:
             return health
         if path.startswith("/openapi/") and self.openapi is not None:
-            return self.openapi(self.registry, req)
+            served = self.openapi(self.registry, req)
+            if path == "/openapi/v3" and self.aggregator is not None:
+                return self.aggregator.openapi_root(served)
+            return served
         found = discovery.discovery_response(self.registry, req, self.host, self.aggregator)
         if found is not None:
             return found

@@ -1,11 +1,12 @@
-"""Backends' discovery, as kube-aggregator's discovery manager keeps it for aggregated discovery.
+"""Backends' discovery, as kube-aggregator keeps it for aggregated discovery and OpenAPI v3.
 
 For each backend (a Service) the last document fetched: `GET /apis` asking for aggregated
 discovery (apidiscovery.k8s.io v2, then v2beta1) as system:kube-aggregator in system:masters,
 with If-None-Match once an ETag is known; a backend that does not serve aggregated discovery is
 asked for the group version's legacy APIResourceList instead, converted as kube converts it.
 A failed refresh keeps what was known, marked Stale; a group version never fetched shows with
-no resources, Stale.
+no resources, Stale. The backend's OpenAPI v3 root is read too: where each of its group
+versions' documents is (`/openapi/v3/apis/<group>/<version>?hash=...`), for the front's root.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class _Cached:
     versions: dict[GroupVersion, JSON] = field(default_factory=dict)
     etag: str = ""
     stale: bool = False
+    # OpenAPI v3 root entries: "apis/<group>/<version>" -> {"serverRelativeURL": ...}
+    openapi: dict[str, JSON] = field(default_factory=dict)
 
 
 def legacy_to_aggregated(version: str, resource_list: JSON) -> JSON:
@@ -104,6 +107,11 @@ class DiscoveryCache:
             return {"version": gv[1], "freshness": "Stale"}
         return {**entry, "freshness": "Stale" if cached and cached.stale else "Current"}
 
+    def openapi_paths(self, backend: Backend) -> dict[str, JSON]:
+        """The backend's OpenAPI v3 root entries, as last read."""
+        cached = self._cache.get(self._key(backend))
+        return dict(cached.openapi) if cached is not None else {}
+
     def forget(self, backend: Backend) -> None:
         self._cache.pop(self._key(backend), None)
 
@@ -120,6 +128,13 @@ class DiscoveryCache:
         except (UnreachableError, httpx.HTTPError, ValueError) as exc:
             log.info("discovery of %s from %s failed: %s", gv, backend.server_name, exc)
             cached.stale = True
+        try:
+            status, root, _, _ = await self._get(backend, "/openapi/v3", "")
+        except (UnreachableError, httpx.HTTPError, ValueError) as exc:
+            log.info("OpenAPI v3 of %s failed: %s", backend.server_name, exc)
+            return
+        if status == 200 and isinstance(root.get("paths"), dict):
+            cached.openapi = dict(root["paths"])
 
     async def _get(self, backend: Backend, path: str, etag: str) -> tuple[int, JSON, str, str]:
         headers = [("Accept", _ACCEPT), *proxy_headers(AGGREGATOR)]

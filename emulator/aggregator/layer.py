@@ -14,12 +14,14 @@ Discovery is merged as kube-aggregator merges it: `/apis` lists every group in A
 (group priority, ties by APIService name), a remote group with the versions its APIServices name,
 `/apis/<group>` of such a group is answered from the APIServices, and the aggregated discovery
 document carries the remote group versions as last fetched from their backends
-(`documents.DiscoveryCache`).
+(`documents.DiscoveryCache`). OpenAPI v3 too: the `/openapi/v3` root lists the remote group
+versions where their backends serve them, and their documents are fetched from there.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from dataclasses import dataclass
 
@@ -119,8 +121,11 @@ class Aggregator:
     # --- requests -------------------------------------------------------------------------
 
     async def route(self, req: ApiRequest) -> ApiResponse | None:
-        """The answer for a request of a remotely served group version; None for the rest."""
+        """The answer for a request of a remotely served group version (its resources, its
+        discovery, its OpenAPI v3 document); None for the rest."""
         segments = [s for s in req.path.split("/") if s]
+        if segments[:2] == ["openapi", "v3"]:
+            segments = segments[2:]  # a group version's document: /openapi/v3/apis/<g>/<v>
         if len(segments) < 3 or segments[0] != "apis":
             return None
         remote = self.remote.get((segments[1], segments[2]))
@@ -194,6 +199,20 @@ class Aggregator:
 
     def aggregated_group_or_local(self, group: str) -> JSON:
         return self.aggregated_group(group) or aggregated_group(self.registry, group)
+
+    def openapi_root(self, local: ApiResponse) -> ApiResponse:
+        """The local /openapi/v3 root with the remotely served group versions added."""
+        if local.status != 200 or not self.remote:
+            return local
+        root = json.loads(local.body)
+        paths: dict[str, JSON] = root.setdefault("paths", {})
+        for (group, version), remote in self.remote.items():
+            key = f"apis/{group}/{version}"
+            entry = self.documents.openapi_paths(remote.backend).get(key)
+            if entry is not None:
+                paths[key] = entry
+        root["paths"] = dict(sorted(paths.items()))
+        return ApiResponse(200, json.dumps(root).encode(), dict(local.headers))
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -211,6 +211,15 @@ async def test_the_clusters_live_in_the_aggregated_apiservers_etcd(bed: Bed) -> 
     assert resources.splitlines()[1].split() == [
         "clusters", "cluster.karmada.io/v1alpha1", "false", "Cluster"
     ]  # fmt: skip
+    # Its OpenAPI v3 document is the aggregated server's own (whose operations carry no
+    # group-version-kind, so `kubectl explain clusters` fails against Karmada itself too).
+    root = json.loads(await kubectl(admin, "get", "--raw", "/openapi/v3"))["paths"]
+    document = json.loads(
+        await kubectl(
+            admin, "get", "--raw", root["apis/cluster.karmada.io/v1alpha1"]["serverRelativeURL"]
+        )
+    )
+    assert f"{CLUSTER_API}/{{name}}/proxy/{{path}}" in document["paths"]
     table = await kubectl(admin, "get", "apiservice", "v1alpha1.cluster.karmada.io")
     assert table.splitlines()[1].split()[:3] == [
         "v1alpha1.cluster.karmada.io", "karmada-system/karmada-aggregated-apiserver", "True"

@@ -86,6 +86,19 @@ async def test_clusters_live_in_the_aggregated_server_while_it_serves_them(tmp_p
         config = bed.front.write_kubeconfig(tmp_path / "admin")
         table = await kubectl(config, "get", "clusters")
         assert [line.split()[0] for line in table.splitlines()] == ["NAME", "edge-1"]
+        # OpenAPI v3 of the group comes from the aggregated server: kubectl explain finds it.
+        root = (await front.get("/openapi/v3")).json()["paths"]
+        assert (
+            root["apis/cluster.karmada.io/v1alpha1"]
+            == (
+                (await backend.get("/openapi/v3")).json()["paths"][
+                    "apis/cluster.karmada.io/v1alpha1"
+                ]
+            )
+        )
+        explained = await kubectl(config, "explain", "clusters")
+        assert "GROUP:      cluster.karmada.io" in explained
+        assert "KIND:       Cluster" in explained
         # The APIService goes: the emulator serves Clusters itself again, as before.
         (await front.delete(f"{APISERVICES}/{CLUSTERS_APISERVICE}")).raise_for_status()
         names = await polling.eventually(
