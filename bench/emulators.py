@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.transport import Transport
+from emulator.services import service_argument
 
 JSON = dict[str, Any]
 START_TIMEOUT = 60.0
@@ -54,8 +55,15 @@ class EmulatorProcess:
 
 @contextlib.asynccontextmanager
 async def emulator_process(
-    profile: str, name: str, directory: Path, *, client_user: str
+    profile: str,
+    name: str,
+    directory: Path,
+    *,
+    client_user: str,
+    services: dict[str, str] | None = None,
 ) -> AsyncIterator[EmulatorProcess]:
+    """`services`: "<namespace>/<name>" -> "host:port" of Services the emulator calls (an
+    aggregated API server's)."""
     admin_kc = directory / f"{name}-admin.kubeconfig"
     client_kc = directory / f"{name}-{client_user}.kubeconfig"
     log = (directory / f"{name}-emulator.log").open("wb")
@@ -63,6 +71,7 @@ async def emulator_process(
         sys.executable, "-m", "bench.emulators", f"--profile={profile}", f"--name={name}",
         f"--admin-kubeconfig={admin_kc}", f"--client-kubeconfig={client_kc}",
         f"--client-user={client_user}",
+        *(f"--service={key}={address}" for key, address in (services or {}).items()),
         stdout=log, stderr=log,
     )  # fmt: skip
     admin: KubeClient | None = None
@@ -97,6 +106,7 @@ async def _serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     async with run_emulator(args.profile, name=args.name) as emu:
+        emu.api.services.update(args.service)
         emu.write_kubeconfig(args.admin_kubeconfig)
         # Written last: its existence tells the parent the server is ready.
         partial = args.client_kubeconfig + ".partial"
@@ -114,6 +124,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--admin-kubeconfig", required=True)
     parser.add_argument("--client-kubeconfig", required=True)
     parser.add_argument("--client-user", required=True)
+    parser.add_argument(
+        "--service",
+        action="append",
+        default=[],
+        type=service_argument,
+        metavar="NAMESPACE/NAME=HOST:PORT",
+    )
     return asyncio.run(_serve(parser.parse_args(argv)))
 
 

@@ -1,7 +1,8 @@
-"""The tunnel's cost: latency, throughput, memory per stream, idle traffic, RSS off vs on.
+"""The tunnel's cost: latency, throughput, memory per stream, idle traffic, RSS off vs on, and
+the latency of the whole user path.
 
     python -m bench.tunnel [--requests 200] [--stream-mib 50] [--streams 50]
-                           [--idle-seconds 60] [--out FILE]
+                           [--idle-seconds 60] [--kubectl-runs 20] [--out FILE]
 
 Processes of their own: the emulated control plane and member (bench.emulators), the STOCK
 proxy-server ($KARMADA_UPSTREAM_BIN/proxy-server, its unix-socket CONNECT frontend relayed to TCP
@@ -20,7 +21,15 @@ Measured:
 - the tunnelled agent's RSS per open stream (`--streams` watches held open);
 - idle cost: keepalive pings per minute (the agent's own counter) and the agent's CPU seconds
   over `--idle-seconds`;
-- RSS after registration and an idle period, tunnel off vs on.
+- RSS after registration and an idle period, tunnel off vs on;
+- with the unmodified karmada-aggregated-apiserver and Debian's etcd present, the whole user path:
+  the control-plane emulator's aggregation layer sends cluster.karmada.io to the aggregated
+  apiserver (Clusters in its etcd; the agents register through it), whose cluster proxy reaches
+  the member through the proxy-server and the tunnel: GET
+  /apis/cluster.karmada.io/v1alpha1/clusters/<name>/proxy/api/v1/namespaces/default at the control
+  plane vs the same GET at the member, over an HTTP client (a new connection each, and kept
+  alive) and as `kubectl get --raw` (`--kubectl-runs` of each, the process's own start included
+  in both).
 Prints a table and writes JSON (default bench/results/tunnel.json).
 """
 
@@ -42,13 +51,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
+from agent.kube.client import GVR
 from agent.kube.errors import KubeError
 from agent.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from agent.resources import CLUSTERS
 from emulator import upstream
 from emulator.konnectivity.stock import StockProxyServer
 from emulator.pki import CertificateAuthority
+from emulator.upstream import KarmadaAggregatedApiserver
 
 from .agent_latency import cpu_seconds, rss_mib
 from .emulators import EmulatorProcess, emulator_process
@@ -118,17 +130,21 @@ def tunnel_client(spec: JSON, ca_bundle: str, token: str, *, keepalive: bool) ->
     )
 
 
-def direct_client(member: EmulatorProcess, token: str, *, keepalive: bool) -> httpx.AsyncClient:
-    config = member.admin.transport.config
-    assert config.ca_pem is not None
+def https_client(url: str, ca_pem: bytes, token: str, *, keepalive: bool) -> httpx.AsyncClient:
     return httpx.AsyncClient(
-        base_url=member.url,
-        verify=ssl.create_default_context(cadata=config.ca_pem.decode()),
+        base_url=url,
+        verify=ssl.create_default_context(cadata=ca_pem.decode()),
         headers={"Authorization": token, "Accept-Encoding": "identity"},
         limits=httpx.Limits(max_keepalive_connections=1 if keepalive else 0),
         trust_env=False,
         timeout=120,
     )
+
+
+def direct_client(member: EmulatorProcess, token: str, *, keepalive: bool) -> httpx.AsyncClient:
+    config = member.admin.transport.config
+    assert config.ca_pem is not None
+    return https_client(member.url, config.ca_pem, token, keepalive=keepalive)
 
 
 async def timed_gets(client: httpx.AsyncClient, count: int) -> list[float]:
@@ -171,6 +187,115 @@ async def seed_bulk(member: EmulatorProcess, mib: int) -> None:
         )
 
 
+APISERVICES = GVR.of("apiregistration.k8s.io/v1", "apiservices")
+SERVICES = GVR.of("v1", "services")
+CLUSTER_ROLES = GVR.of("rbac.authorization.k8s.io/v1", "clusterroles")
+CLUSTER_ROLE_BINDINGS = GVR.of("rbac.authorization.k8s.io/v1", "clusterrolebindings")
+PROXY_PATH = f"/apis/cluster.karmada.io/v1alpha1/clusters/{CLUSTER}/proxy"
+
+
+async def aggregate(cp: EmulatorProcess, server: KarmadaAggregatedApiserver) -> None:
+    """cluster.karmada.io to the aggregated apiserver, as Karmada's artifacts install it."""
+    await server.start(cp.client_kubeconfig)
+    await cp.admin.create(SERVICES, server.service())
+    await cp.admin.create(APISERVICES, server.apiservice())
+    for _ in range(600):
+        obj = await cp.admin.get(APISERVICES, "v1alpha1.cluster.karmada.io")
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        if any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions):
+            return
+        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+    raise TimeoutError("karmada-aggregated-apiserver did not become Available")
+
+
+async def allow_impersonation(member: EmulatorProcess, user: str, group: str) -> None:
+    """What unified-auth ships for a user of the cluster proxy: the impersonator may act as
+    the control plane's admin (its user and group) on the member."""
+    name = "karmada-impersonator"
+    rules = [
+        {"verbs": ["impersonate"], "apiGroups": [""], "resources": ["users"], "resourceNames": [user]},
+        {"verbs": ["impersonate"], "apiGroups": [""], "resources": ["groups"], "resourceNames": [group]},
+    ]  # fmt: skip
+    await member.admin.create(CLUSTER_ROLES, {"metadata": {"name": name}, "rules": rules})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "namespace": "karmada-cluster", "name": name}],
+    }
+    await member.admin.create(CLUSTER_ROLE_BINDINGS, binding)
+
+
+async def timed_kubectl(kubeconfig: Path, runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        process = await asyncio.create_subprocess_exec(
+            "kubectl", f"--kubeconfig={kubeconfig}", "get", "--raw", "/api/v1/namespaces/default",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"kubectl failed: {err.decode()}")
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def with_server(kubeconfig: Path, server: str, path: Path) -> Path:
+    config = yaml.safe_load(kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = server
+    path.write_text(yaml.safe_dump(config))
+    path.chmod(0o600)
+    return path
+
+
+async def whole_path(
+    cp: EmulatorProcess, member: EmulatorProcess, directory: Path, args: argparse.Namespace
+) -> JSON:
+    """kubectl -> control plane -> aggregated apiserver -> proxy-server -> agent -> member, vs
+    the member directly."""
+    cp_ca = cp.admin.transport.config.ca_pem
+    assert cp_ca is not None
+    cp_token = await cp.admin.transport.config.token_source.authorization()  # type: ignore[union-attr]
+    member_token = await member.admin.transport.config.token_source.authorization()  # type: ignore[union-attr]
+    assert cp_token is not None
+    assert member_token is not None
+    await allow_impersonation(member, "kubernetes-admin", "system:masters")
+    through_url = cp.url + PROXY_PATH
+    async with https_client(through_url, cp_ca, cp_token, keepalive=True) as probe:
+        for _ in range(600):
+            with contextlib.suppress(httpx.HTTPError):
+                if (await probe.get("/api/v1/namespaces/default")).status_code == 200:
+                    break
+            await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+        else:
+            raise TimeoutError("the member never answered through the whole path")
+    out: JSON = {}
+    for keepalive in (False, True):
+        async with (
+            https_client(through_url, cp_ca, cp_token, keepalive=keepalive) as through,
+            direct_client(member, member_token, keepalive=keepalive) as direct,
+        ):
+            await timed_gets(through, 5)
+            await timed_gets(direct, 5)
+            t = ms(await timed_gets(through, args.requests))
+            d = ms(await timed_gets(direct, args.requests))
+        out["kept_alive" if keepalive else "new_connection_each"] = {
+            "whole_path": t,
+            "direct": d,
+            "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
+        }
+    through_kc = with_server(cp.admin_kubeconfig, through_url, directory / "through.kubeconfig")
+    k_through = ms(await timed_kubectl(through_kc, args.kubectl_runs))
+    k_direct = ms(await timed_kubectl(member.admin_kubeconfig, args.kubectl_runs))
+    out["kubectl_get_raw"] = {
+        "runs": args.kubectl_runs,
+        "whole_path": k_through,
+        "direct": k_direct,
+        "added_p50_ms": round(k_through["p50_ms"] - k_direct["p50_ms"], 2),
+    }
+    return out
+
+
 async def metric(agent_metrics: str, name: str) -> float:
     for line in agent_metrics.splitlines():
         if line.startswith(name + " "):
@@ -185,11 +310,26 @@ async def run(args: argparse.Namespace) -> JSON:
         )
     directory = Path(tempfile.mkdtemp(prefix="bench-tunnel-"))
     results: JSON = {}
+    missing = upstream.aggregated_apiserver_missing_reason()
+    server = None
+    if missing is None:
+        (directory / "aggregated").mkdir()
+        server = KarmadaAggregatedApiserver(directory / "aggregated")
+    else:
+        results["whole_path"] = {"skipped": missing}
+    services = {server.SERVICE_KEY: server.address} if server is not None else {}
     async with (
-        emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
+        emulator_process(
+            "karmada", "karmada", directory, client_user=AGENT_USER, services=services
+        ) as cp,
         emulator_process("member", "member", directory, client_user=AGENT_USER) as member,
         emulator_process("member", "member-plain", directory, client_user=AGENT_USER) as other,
+        contextlib.AsyncExitStack() as stack,
     ):
+        if server is not None:
+            # Before the agents start: their Clusters are to live in the aggregated apiserver.
+            await aggregate(cp, server)
+            stack.push_async_callback(server.stop)
         karmada_ca = cp.admin.transport.config.ca_pem
         assert karmada_ca is not None
         server_ca = CertificateAuthority.generate("konnectivity-ca")
@@ -293,6 +433,9 @@ async def run(args: argparse.Namespace) -> JSON:
                     "kib_per_stream": round((rss_open - rss_before) * 1024 / args.streams, 1),
                 }
 
+                if server is not None:
+                    results["whole_path"] = await whole_path(cp, member, directory, args)
+
                 # Idle cost.
                 async with httpx.AsyncClient() as scrape:
                     url = f"http://127.0.0.1:{metrics_port}/metrics"
@@ -322,6 +465,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stream-mib", type=int, default=50)
     parser.add_argument("--streams", type=int, default=50)
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--kubectl-runs", type=int, default=20)
     parser.add_argument("--out", default="bench/results/tunnel.json")
     args = parser.parse_args(argv)
     results = asyncio.run(run(args))

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from .emulator import run_emulator
-from .services import parse_service_address
+from .services import service_argument
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -49,7 +49,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         dest="service",
         action="append",
         default=[],
-        type=_service_address,
+        type=service_argument,
         metavar="NAMESPACE/NAME=HOST:PORT",
         help="where a Service (an admission webhook's, an APIService's) is reached (repeatable)",
     )
@@ -63,13 +63,6 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.all_crds and args.profile != "karmada":
         parser.error("--all-crds needs --profile karmada")
     return args
-
-
-def _service_address(text: str) -> tuple[str, str]:
-    try:
-        return parse_service_address(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 async def serve(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ kube-apiserver puts into its messages (webhook errors, APIService conditions, pr
 
 from __future__ import annotations
 
+import argparse
 import socket
 import ssl
 from collections.abc import Callable, Iterable, Mapping
@@ -52,13 +53,13 @@ def service_dns_name(namespace: str, name: str) -> str:
     return f"{name}.{namespace}.svc"
 
 
-def parse_service_address(text: str) -> tuple[str, str]:
-    """Splits "NAMESPACE/NAME=HOST:PORT" into its two halves; ValueError otherwise."""
+def service_argument(text: str) -> tuple[str, str]:
+    """A `--service NAMESPACE/NAME=HOST:PORT` argument split in its two halves (argparse type)."""
     service, _, address = text.partition("=")
     namespace, _, name = service.partition("/")
     host, _, port = address.rpartition(":")
     if not (namespace and name and host and port.isdigit()):
-        raise ValueError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected NAMESPACE/NAME=HOST:PORT, got {text!r}")
     return f"{namespace}/{name}", address
 
 
