@@ -46,7 +46,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +147,16 @@ def direct_client(member: EmulatorProcess, token: str, *, keepalive: bool) -> ht
     return https_client(member.url, config.ca_pem, token, keepalive=keepalive)
 
 
+async def answering(probe: httpx.AsyncClient, what: str) -> None:
+    """Wait until the member answers through `probe`."""
+    for _ in range(600):
+        with contextlib.suppress(httpx.HTTPError):
+            if (await probe.get("/api/v1/namespaces/default")).status_code == 200:
+                return
+        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+    raise TimeoutError(f"the member never answered through {what}")
+
+
 async def timed_gets(client: httpx.AsyncClient, count: int) -> list[float]:
     times = []
     for _ in range(count):
@@ -155,6 +165,29 @@ async def timed_gets(client: httpx.AsyncClient, count: int) -> list[float]:
         response.raise_for_status()
         times.append(time.perf_counter() - started)
     return times
+
+
+async def compare_latency(
+    through: Callable[[bool], httpx.AsyncClient],
+    direct: Callable[[bool], httpx.AsyncClient],
+    requests: int,
+    label: str,
+) -> JSON:
+    """GET latency of `through` (under `label`) and `direct`, on a new connection each and on
+    one kept alive (each client made by its factory given keepalive)."""
+    out: JSON = {}
+    for keepalive in (False, True):
+        async with through(keepalive) as via, direct(keepalive) as straight:
+            await timed_gets(via, 5)
+            await timed_gets(straight, 5)
+            t = ms(await timed_gets(via, requests))
+            d = ms(await timed_gets(straight, requests))
+        out["kept_alive" if keepalive else "new_connection_each"] = {
+            label: t,
+            "direct": d,
+            "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
+        }
+    return out
 
 
 async def timed_stream(client: httpx.AsyncClient) -> tuple[float, int]:
@@ -262,28 +295,13 @@ async def whole_path(
     await allow_impersonation(member, "kubernetes-admin", "system:masters")
     through_url = cp.url + PROXY_PATH
     async with https_client(through_url, cp_ca, cp_token, keepalive=True) as probe:
-        for _ in range(600):
-            with contextlib.suppress(httpx.HTTPError):
-                if (await probe.get("/api/v1/namespaces/default")).status_code == 200:
-                    break
-            await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
-        else:
-            raise TimeoutError("the member never answered through the whole path")
-    out: JSON = {}
-    for keepalive in (False, True):
-        async with (
-            https_client(through_url, cp_ca, cp_token, keepalive=keepalive) as through,
-            direct_client(member, member_token, keepalive=keepalive) as direct,
-        ):
-            await timed_gets(through, 5)
-            await timed_gets(direct, 5)
-            t = ms(await timed_gets(through, args.requests))
-            d = ms(await timed_gets(direct, args.requests))
-        out["kept_alive" if keepalive else "new_connection_each"] = {
-            "whole_path": t,
-            "direct": d,
-            "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
-        }
+        await answering(probe, "the whole path")
+    out = await compare_latency(
+        lambda keepalive: https_client(through_url, cp_ca, cp_token, keepalive=keepalive),
+        lambda keepalive: direct_client(member, member_token, keepalive=keepalive),
+        args.requests,
+        "whole_path",
+    )
     through_kc = with_server(cp.admin_kubeconfig, through_url, directory / "through.kubeconfig")
     k_through = ms(await timed_kubectl(through_kc, args.kubectl_runs))
     k_direct = ms(await timed_kubectl(member.admin_kubeconfig, args.kubectl_runs))
@@ -359,11 +377,7 @@ async def run(args: argparse.Namespace) -> JSON:
                 token = await member.admin.transport.config.token_source.authorization()  # type: ignore[union-attr]
                 assert token is not None
                 async with tunnel_client(spec, ca_bundle, token, keepalive=True) as probe:
-                    for _ in range(600):
-                        with contextlib.suppress(httpx.HTTPError):
-                            if (await probe.get("/api/v1/namespaces/default")).status_code == 200:
-                                break
-                        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+                    await answering(probe, "the tunnel")
 
                 # RSS tunnel off vs on, after registration and a short idle period.
                 await asyncio.sleep(5)  # idle before sampling memory, not synchronisation
@@ -373,22 +387,12 @@ async def run(args: argparse.Namespace) -> JSON:
                 }
 
                 # Latency added per request.
-                latency: JSON = {}
-                for keepalive in (False, True):
-                    async with (
-                        tunnel_client(spec, ca_bundle, token, keepalive=keepalive) as through,
-                        direct_client(member, token, keepalive=keepalive) as direct,
-                    ):
-                        await timed_gets(through, 5)
-                        await timed_gets(direct, 5)
-                        t = ms(await timed_gets(through, args.requests))
-                        d = ms(await timed_gets(direct, args.requests))
-                    label = "kept_alive" if keepalive else "new_connection_each"
-                    latency[label] = {
-                        "tunnel": t,
-                        "direct": d,
-                        "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
-                    }
+                latency = await compare_latency(
+                    lambda keepalive: tunnel_client(spec, ca_bundle, token, keepalive=keepalive),
+                    lambda keepalive: direct_client(member, token, keepalive=keepalive),
+                    args.requests,
+                    "tunnel",
+                )
                 results["latency"] = latency
 
                 # Throughput of one large response.

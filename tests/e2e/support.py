@@ -41,6 +41,24 @@ async def kubectl(kubeconfig: Path | None, *args: str, stdin: str | None = None)
     return out.decode()
 
 
+@contextlib.asynccontextmanager
+async def kubectl_process(
+    kubeconfig: Path, *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """The real kubectl running (a watch, a followed log): its output to read line by line, the
+    process terminated at the end."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(kubeconfig), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        yield process
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+
+
 async def client_for(kubeconfig: Path) -> KubeClient:
     return KubeClient(Transport(await load_kubeconfig(str(kubeconfig), user_agent="e2e-test")))
 

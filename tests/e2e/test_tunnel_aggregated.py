@@ -34,7 +34,7 @@ from emulator.upstream import KarmadaAggregatedApiserver
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
 from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
-from tests.e2e.support import kubectl, running_agent
+from tests.e2e.support import kubectl, kubectl_process, running_agent
 
 _missing = upstream.aggregated_apiserver_missing_reason() or (
     upstream.missing_reason("proxy-server") if upstream.binary("proxy-server") is None else None
@@ -180,6 +180,22 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
             await server.stop()
 
 
+async def _web_pods(config: Path) -> list[str]:
+    """The member's web pods (`pod/<name>`), listed through the cluster proxy once both run."""
+    listed = await polling.eventually(
+        lambda: kubectl(config, "get", "pods", "-n", "default", "-o", "name"),
+        until=lambda out: len(out.split()) == 2,
+        timeout=30,
+        what="the web pods through the proxy",
+    )
+    return sorted(listed.split())
+
+
+async def _line(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None
+    return (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+
+
 async def _kubectl_fails(config: Path, *args: str) -> str:
     with pytest.raises(AssertionError) as failed:
         await kubectl(config, *args)
@@ -238,28 +254,15 @@ async def test_kubectl_get_raw_returns_the_members_namespaces(bed: Bed) -> None:
 
 async def test_a_kubeconfig_ending_in_proxy_lists_pods_and_follows_a_log(bed: Bed) -> None:
     config = bed.proxy_kubeconfig("alice", "edge-a")
-    pods = await polling.eventually(
-        lambda: kubectl(config, "get", "pods", "-n", "default", "-o", "name"),
-        until=lambda out: len(out.split()) == 2,
-        timeout=30,
-        what="the web pods through the proxy",
-    )
-    first = pods.split()[0]
-    follow = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), "logs", "-f", "-n", "default", first, "--tail=1",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert follow.stdout is not None
+    first = (await _web_pods(config))[0]
+    follow_log = ("logs", "-f", "-n", "default", first, "--tail=1")
+    async with kubectl_process(config, *follow_log) as follow:
         numbers = []
         for _ in range(3):
-            line = (await asyncio.wait_for(follow.stdout.readline(), 20)).decode()
+            line = await _line(follow)
             assert f"of nginx in pod default/{first.split('/')[1]}" in line
             numbers.append(int(line.split()[1]))
         assert numbers == [numbers[0], numbers[0] + 1, numbers[0] + 2]
-    finally:
-        follow.terminate()
-        await follow.wait()
 
 
 async def test_two_clusters_on_one_private_address_each_answer_for_themselves(bed: Bed) -> None:
@@ -326,62 +329,40 @@ async def test_an_identity_forbidden_on_the_member_stays_forbidden(bed: Bed) -> 
 
 async def test_fifty_gets_and_five_followed_logs_at_once(bed: Bed) -> None:
     config = bed.proxy_kubeconfig("alice", "edge-b")
-    pods = await polling.eventually(
-        lambda: kubectl(config, "get", "pods", "-n", "default", "-o", "name"),
-        until=lambda out: len(out.split()) == 2,
-        timeout=30,
-        what="the web pods through the proxy",
-    )
-    pod = pods.split()[0]
-    command = ["kubectl", "--kubeconfig", str(config), "logs", "-f", "-n", "default", pod]
-    follows = [
-        await asyncio.create_subprocess_exec(
-            *command, "--tail=1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
-        for _ in range(5)
-    ]
-    try:
+    pods = await _web_pods(config)
+    follow_log = ("logs", "-f", "-n", "default", pods[0], "--tail=1")
+    async with contextlib.AsyncExitStack() as stack:
+        follows = [
+            await stack.enter_async_context(kubectl_process(config, *follow_log)) for _ in range(5)
+        ]
         for follow in follows:
-            assert follow.stdout is not None
-            await asyncio.wait_for(follow.stdout.readline(), 30)
+            await _line(follow)
         started = time.monotonic()
         outputs = await asyncio.gather(
             *(kubectl(config, "get", "pods", "-n", "default", "-o", "name") for _ in range(50))
         )
         print(f"50 kubectl get through the whole path: {time.monotonic() - started:.1f}s")
-        assert all(sorted(out.split()) == sorted(pods.split()) for out in outputs)
+        assert all(sorted(out.split()) == pods for out in outputs)
         # Every followed log is still streaming: each gets the next lines as they are written.
         for follow in follows:
-            assert follow.stdout is not None
-            line = await asyncio.wait_for(follow.stdout.readline(), 30)
-            assert f"pod default/{pod.split('/')[1]}" in line.decode()
-    finally:
-        for follow in follows:
-            follow.terminate()
-        await asyncio.gather(*(f.wait() for f in follows))
+            assert f"pod default/{pods[0].split('/')[1]}" in await _line(follow)
 
 
 async def test_a_watch_streams_through_the_whole_path(bed: Bed) -> None:
     config = bed.proxy_kubeconfig("alice", "edge-a")
-    watch = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), "get", "namespaces", "-w", "-o", "name",
-        "--watch-only",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
+    watch_namespaces = ("get", "namespaces", "-w", "-o", "name", "--watch-only")
+    async with (
+        kubectl_process(config, *watch_namespaces) as watch,
+        bed.members["edge-a"].client() as admin,
+    ):
         assert watch.stdout is not None
-        async with bed.members["edge-a"].client() as admin:
-            created = False
-            while not created:  # kubectl may still be connecting: create until one is seen
-                name = f"watched-{time.monotonic_ns()}"
-                (
-                    await admin.post("/api/v1/namespaces", json={"metadata": {"name": name}})
-                ).raise_for_status()
-                try:
-                    line = await asyncio.wait_for(watch.stdout.readline(), 5)
-                except TimeoutError:
-                    continue
-                created = line.decode().strip().startswith("namespace/watched-")
-    finally:
-        watch.terminate()
-        await watch.wait()
+        created = False
+        while not created:  # kubectl may still be connecting: create until one is seen
+            name = f"watched-{time.monotonic_ns()}"
+            body = {"metadata": {"name": name}}
+            (await admin.post("/api/v1/namespaces", json=body)).raise_for_status()
+            try:
+                line = await asyncio.wait_for(watch.stdout.readline(), 5)
+            except TimeoutError:
+                continue
+            created = line.decode().strip().startswith("namespace/watched-")

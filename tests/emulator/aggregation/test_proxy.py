@@ -23,7 +23,7 @@ from emulator.requestinfo import RequestAttributes
 from emulator.wire import ApiRequest, ApiResponse, RawConnection
 from tests import polling
 from tests.e2e.cluster_proxy import grant
-from tests.e2e.support import kubectl
+from tests.e2e.support import kubectl, kubectl_process
 
 from .harness import (
     APISERVICES,
@@ -122,11 +122,7 @@ async def test_kubectl_gets_and_watches_through_the_front(tmp_path: Path) -> Non
         ]  # fmt: skip
         raw = json.loads(await kubectl(config, "get", "--raw", f"/apis/{GROUP}/{VERSION}"))
         assert raw["groupVersion"] == f"{GROUP}/{VERSION}"
-        watch = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(config), "get", "widgets", "-w", "-o", "name",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        try:
+        async with kubectl_process(config, "get", "widgets", "-w", "-o", "name") as watch:
             assert watch.stdout is not None
             first = await asyncio.wait_for(watch.stdout.readline(), 15)
             assert first.decode().strip() == "widget.samples.example.io/first"
@@ -134,9 +130,6 @@ async def test_kubectl_gets_and_watches_through_the_front(tmp_path: Path) -> Non
                 (await backend.post(WIDGETS, json=widget("second"))).raise_for_status()
             second = await asyncio.wait_for(watch.stdout.readline(), 15)
             assert second.decode().strip() == "widget.samples.example.io/second"
-        finally:
-            watch.terminate()
-            await watch.wait()
 
 
 async def test_discovery_lists_the_remote_group_in_apiservice_order() -> None:

@@ -15,7 +15,7 @@ import pytest_asyncio
 from emulator.controllers import Knobs
 from emulator.emulator import Emulator, run_emulator
 from tests import polling
-from tests.e2e.support import kubectl
+from tests.e2e.support import kubectl, kubectl_process
 
 INTERVAL = 0.2
 PODS = "/api/v1/namespaces/default/pods"
@@ -87,11 +87,7 @@ async def test_kubectl_logs_reads_what_the_container_wrote(
 async def test_kubectl_logs_follow_streams_new_lines(member: Emulator, tmp_path: Path) -> None:
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, pod("web", "nginx"))
-    follow = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), "logs", "-f", "web", "--tail=1",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
+    async with kubectl_process(config, "logs", "-f", "web", "--tail=1") as follow:
         assert follow.stdout is not None
         seen = []
         for _ in range(4):
@@ -99,15 +95,10 @@ async def test_kubectl_logs_follow_streams_new_lines(member: Emulator, tmp_path:
             seen += numbers(line.decode())
         assert seen == list(range(seen[0], seen[0] + 4))
         async with member.client() as client:
-            (
-                await client.delete(f"{PODS}/web", params={"gracePeriodSeconds": "0"})
-            ).raise_for_status()
+            gone = await client.delete(f"{PODS}/web", params={"gracePeriodSeconds": "0"})
+            gone.raise_for_status()
         # The pod is gone: the stream ends and kubectl exits.
         assert await asyncio.wait_for(follow.wait(), 10) == 0
-    finally:
-        if follow.returncode is None:
-            follow.kill()
-            await follow.wait()
 
 
 async def test_which_container(member: Emulator, tmp_path: Path) -> None:
