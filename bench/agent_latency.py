@@ -1,20 +1,23 @@
-"""The agent's main job under load: Work -> applied latency, throughput and footprint.
+"""The agent's main job under load: Work -> applied latency, throughput, deletion and footprint.
 
     python -m bench.agent_latency [--works 200] [--rate 0] [--lifted] [--idle-seconds 60]
                                   [--agent-arg=--kube-api-qps=100 ...] [--agent-python PY]
-                                  [--profile FILE] [--out FILE]
+                                  [--profile FILE] [--no-delete] [--out FILE]
 
 Starts an emulated control plane and member, each in a process of its own
-(bench.emulators), and the real agent as a third process (`python -m agent`). Once the
-Cluster is Ready and the agent idle, it measures the agent's requests to each side over
-`--idle-seconds`; then creates Works the way the control plane does (one Deployment or
-ConfigMap each, all at once or at `--rate` per second) and measures for every Work the time
-from its creation to Applied=True as seen through a watch. Reported: Works/s, latency
-p50/p95/max, the agent's CPU per Work and resident memory (from /proc) idle and after, its
-requests per Work and idle requests per minute on each side by verb and resource (from the
-emulators' request accounting, the agent having an identity of its own), and its established
-TCP connections to each API server. `--lifted` lifts the client-side limits (QPS 1000, burst
-2000 on both sides). Prints a table and writes JSON (default bench/results/agent_latency.json).
+(bench.emulators), and an agent as a third process: ours (`python -m agent`, `OurAgent`) or,
+from bench.side_by_side, upstream's Go karmada-agent (`UpstreamAgent`). Once the Cluster is
+Ready and the agent idle, it measures the agent's requests to each side over `--idle-seconds`;
+then creates Works the way the control plane does (one Deployment or ConfigMap each, all at
+once or at `--rate` per second) and measures for every Work the time from its creation to
+Applied=True as seen through a watch; then deletes them all at once and measures the time until
+every Work is gone (its finalizer removed) and every member object deleted. Reported: Works/s,
+latency p50/p90/p95/max, the agent's CPU per Work and resident memory (from /proc) idle and
+after, its requests per Work and idle requests per minute on each side by verb and resource
+(from the emulators' request accounting, the agent having an identity of its own), Event
+objects per Work by reason, the deletion's time and requests, and its established TCP
+connections to each API server. `--lifted` lifts the client-side limits (QPS 1000, burst 2000 on
+both sides). Prints a table and writes JSON (default bench/results/agent_latency.json).
 """
 
 from __future__ import annotations
@@ -28,14 +31,15 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from agent.karmada.names import execution_namespace
-from agent.kube.client import KubeClient
+from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
-from agent.kube.errors import NotFoundError
-from agent.kube.resources import EVENTS
+from agent.kube.errors import KubeError, NotFoundError
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.resources import CLUSTERS, WORKS
 from emulator.works import control_plane_work
@@ -46,12 +50,17 @@ from .report import report
 CLUSTER = "member1"
 ES = execution_namespace(CLUSTER)
 NAMESPACE = "bench"
+PREFIX = "bench-"
 AGENT_USER = "karmada-agent-bench"
 JSON = dict[str, Any]
 LIFTED_LIMITS = (
     "--kube-api-qps=1000", "--kube-api-burst=2000",
     "--cluster-api-qps=1000", "--cluster-api-burst=2000",
 )  # fmt: skip
+# The agent's requests are done once their counts stayed the same over this many seconds.
+SETTLE_WINDOW = 2.0
+# Requests of the benchmark itself at once (deleting Works).
+BENCH_CONCURRENCY = 32
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -111,6 +120,11 @@ def manifest(i: int) -> JSON:
     }
 
 
+def member_object(i: int) -> tuple[GVR, str]:
+    """The member resource and name of Work `bench-<i>`'s object."""
+    return (CONFIGMAPS, f"cm-{i}") if i % 2 else (DEPLOYMENTS, f"web-{i}")
+
+
 def applied(work: JSON) -> bool:
     return any(
         c.get("type") == "Applied" and c.get("status") == "True"
@@ -129,7 +143,7 @@ async def cluster_ready(client: KubeClient) -> bool:
     )
 
 
-async def wait_until(check: Any, timeout: float, what: str) -> None:
+async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not await check():
         if time.monotonic() > deadline:
@@ -137,110 +151,159 @@ async def wait_until(check: Any, timeout: float, what: str) -> None:
         await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
 
 
-async def run(
+# --- the agent under test -----------------------------------------------------------------------
+
+
+class AgentUnderTest(Protocol):
+    """An agent process started against the two emulators; its pid for /proc."""
+
+    name: str
+
+    async def start(self, cp: EmulatorProcess, member: EmulatorProcess, directory: Path) -> int: ...
+
+    async def stop(self) -> None: ...
+
+
+class OurAgent:
+    """This agent: `python -m agent`, as in the image."""
+
+    name = "ours"
+
+    def __init__(self, args: list[str], *, python: str = sys.executable, profile: str = "") -> None:
+        self.args = args
+        self.python = python
+        self.profile = profile
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self, cp: EmulatorProcess, member: EmulatorProcess, directory: Path) -> int:
+        profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
+        with (directory / "agent.log").open("wb") as log:
+            self.process = await asyncio.create_subprocess_exec(
+                self.python, *profiler, "-m", "agent",
+                f"--karmada-kubeconfig={cp.client_kubeconfig}",
+                f"--kubeconfig={member.client_kubeconfig}",
+                f"--cluster-name={CLUSTER}", "--leader-elect=false",
+                "--metrics-bind-address=0", "--health-probe-bind-address=0",
+                *self.args,
+                stdout=log, stderr=log,
+            )  # fmt: skip
+        return self.process.pid
+
+    async def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+
+
+# --- the measurement ----------------------------------------------------------------------------
+
+
+async def measure(
+    agent: AgentUnderTest,
     works: int,
-    rate: float,
-    agent_args: list[str],
-    idle_seconds: float,
-    profile: str = "",
-    agent_python: str = sys.executable,
+    *,
+    rate: float = 0.0,
+    idle_seconds: float = 60.0,
+    delete: bool = True,
 ) -> JSON:
+    """One run on fresh emulators: idle, the burst of Works, then deleting them all."""
     directory = Path(tempfile.mkdtemp(prefix="agent-bench-"))
     async with (
         emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
         emulator_process("member", CLUSTER, directory, client_user=AGENT_USER) as member,
     ):
-        log = (directory / "agent.log").open("wb")
-        profiler = ["-m", "cProfile", "-o", profile] if profile else []
-        agent = await asyncio.create_subprocess_exec(
-            agent_python, *profiler, "-m", "agent",
-            f"--karmada-kubeconfig={cp.client_kubeconfig}",
-            f"--kubeconfig={member.client_kubeconfig}",
-            f"--cluster-name={CLUSTER}", "--leader-elect=false",
-            "--metrics-bind-address=0", "--health-probe-bind-address=0",
-            *agent_args,
-            stdout=log, stderr=log,
-        )  # fmt: skip
+        # The resource templates' namespace exists on the control plane, as in Karmada: Events
+        # an agent records about a template (upstream's do) have somewhere to go.
+        await cp.admin.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}
+        )
+        pid = await agent.start(cp, member, directory)
         config = await load_kubeconfig(str(cp.admin_kubeconfig), user_agent="bench")
         # The benchmark itself must not be the bottleneck: no client-side rate limit.
         client = KubeClient(Transport(config.with_rate_limits(0, 0)))
         sides = {"control_plane": cp, "member": member}
         try:
-            started = time.monotonic()
-            await wait_until(lambda: cluster_ready(client), 60, "Cluster Ready")
-            registered_in = time.monotonic() - started
-            await wait_until(_settled_factory(agent.pid), 30, "agent idle")
-            idle_rss = rss_mib(agent.pid)
-            # Idle: what the agent asks of each side over a quiet window.
-            idle_before = {side: await _requests(emu) for side, emu in sides.items()}
-            await asyncio.sleep(idle_seconds)  # the measurement window itself
-            idle_per_minute = {
-                side: _per(_delta(await _requests(emu), idle_before[side]), idle_seconds / 60)
-                for side, emu in sides.items()
-            }
-            idle_connections = {
-                side: tcp_connections(agent.pid, emu.port) for side, emu in sides.items()
-            }
-            await client.create(
-                WORKS,
-                control_plane_work(
-                    CLUSTER, "bench-ns",
-                    [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}],
-                ),
-                namespace=ES,
-            )  # fmt: skip
-            created: dict[str, float] = {}
-            done: dict[str, float] = {}
-            watcher = asyncio.create_task(_watch_applied(client, done))
-            await wait_until(_contains(done, "bench-ns"), 30, "namespace Work applied")
-            before = {side: await _requests(emu) for side, emu in sides.items()}
-            idle_cpu = cpu_seconds(agent.pid)
-            load_started = time.monotonic()
-            for i in range(works):
-                name = f"bench-{i}"
-                if rate > 0:
-                    # Pacing the load generator (an open-loop arrival rate), not synchronisation.
-                    await asyncio.sleep(max(0.0, load_started + i / rate - time.monotonic()))
-                created[name] = time.monotonic()
-                await client.create(
-                    WORKS, control_plane_work(CLUSTER, name, [manifest(i)]), namespace=ES
-                )
-
-            async def all_applied() -> bool:
-                return all(name in done for name in created)
-
-            await wait_until(all_applied, 300, "every Work applied")
-            load_seconds = time.monotonic() - load_started
-            watcher.cancel()
-            # Status and Events of the last Works may still be on their way: settle first.
-            await wait_until(_settled_factory(agent.pid), 60, "agent idle after the load")
-            await wait_until(_requests_settled(sides), 120, "agent's requests settled")
-            after_rss = rss_mib(agent.pid)
-            load_cpu = cpu_seconds(agent.pid) - idle_cpu
-            latencies = sorted(done[n] - created[n] for n in created)
-            per_work = {
-                side: _per(_delta(await _requests(emu), before[side]), works)
-                for side, emu in sides.items()
-            }
-            connections = {
-                side: tcp_connections(agent.pid, emu.port) for side, emu in sides.items()
-            }
-            events_by_reason = await _events_by_reason(client, works)
+            result = await _phases(agent, pid, client, sides, works, rate, idle_seconds, delete)
         finally:
-            agent.terminate()
-            await agent.wait()
+            await agent.stop()
             await client.close()
-            log.close()
+    result["logs"] = str(directory)
+    return result
+
+
+async def _phases(
+    agent: AgentUnderTest,
+    pid: int,
+    client: KubeClient,
+    sides: dict[str, EmulatorProcess],
+    works: int,
+    rate: float,
+    idle_seconds: float,
+    delete: bool,
+) -> JSON:
+    started = time.monotonic()
+    await wait_until(lambda: cluster_ready(client), 120, "Cluster Ready")
+    registered_in = time.monotonic() - started
+    await wait_until(_settled_factory(pid), 60, "agent idle")
+    idle_rss = rss_mib(pid)
+    # Idle: what the agent asks of each side over a quiet window.
+    idle_before = {side: await _requests(emu) for side, emu in sides.items()}
+    await asyncio.sleep(idle_seconds)  # the measurement window itself
+    idle_per_minute = {
+        side: _per(_delta(await _requests(emu), idle_before[side]), idle_seconds / 60)
+        for side, emu in sides.items()
+    }
+    idle_connections = {side: tcp_connections(pid, emu.port) for side, emu in sides.items()}
+    await client.create(
+        WORKS,
+        control_plane_work(
+            CLUSTER, "bench-ns",
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}],
+        ),
+        namespace=ES,
+    )  # fmt: skip
+    tracker = _WorkTracker()
+    watcher = asyncio.create_task(tracker.watch(client))
+    try:
+        await wait_until(tracker.has_applied("bench-ns"), 60, "namespace Work applied")
+        before = {side: await _requests(emu) for side, emu in sides.items()}
+        idle_cpu = cpu_seconds(pid)
+        names = [f"{PREFIX}{i}" for i in range(works)]
+        load_started = time.monotonic()
+        await _create_works(client, tracker, names, rate, load_started)
+        await wait_until(tracker.all_applied(names), 600, "every Work applied")
+        load_seconds = time.monotonic() - load_started
+        # Status and Events of the last Works may still be on their way: settle first.
+        await wait_until(_settled_factory(pid), 120, "agent idle after the load")
+        await wait_until(_requests_settled(sides), 300, "agent's requests settled")
+        # Less the sampling window that found them quiet.
+        settled_seconds = time.monotonic() - load_started - SETTLE_WINDOW
+        after_rss = rss_mib(pid)
+        load_cpu = cpu_seconds(pid) - idle_cpu
+        latencies = sorted(tracker.applied[n] - tracker.created[n] for n in names)
+        after_load = {side: await _requests(emu) for side, emu in sides.items()}
+        per_work = {
+            side: _per(_delta(after_load[side], before[side]), works) for side, emu in sides.items()
+        }
+        connections = {side: tcp_connections(pid, emu.port) for side, emu in sides.items()}
+        events_by_reason = await _events_by_reason(client, works)
+        deletion = await _delete_all(client, sides, tracker, names, pid) if delete else {}
+    finally:
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     return {
+        "agent": agent.name,
         "works": works,
         "arrival_rate_per_second": rate or "as fast as possible",
-        "agent_args": " ".join(agent_args),
         "ready_after_start_seconds": round(registered_in, 2),
         "works_per_second": round(works / load_seconds, 1),
-        "latency_p50_ms": round(statistics.median(latencies) * 1000, 1),
-        "latency_p95_ms": round(latencies[int(len(latencies) * 0.95) - 1] * 1000, 1),
+        "latency_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
+        "latency_p90_ms": round(_percentile(latencies, 0.9) * 1000, 1),
+        "latency_p95_ms": round(_percentile(latencies, 0.95) * 1000, 1),
         "latency_max_ms": round(latencies[-1] * 1000, 1),
-        "agent_cpu_ms_per_work": round(load_cpu / works * 1000, 1),
+        "requests_done_after_seconds": round(settled_seconds, 1),
+        "agent_cpu_ms_per_work": round(load_cpu / works * 1000, 2),
         "agent_rss_idle_mib": round(idle_rss, 1),
         "agent_rss_after_load_mib": round(after_rss, 1),
         "control_plane_requests_per_work": per_work["control_plane"],
@@ -251,7 +314,78 @@ async def run(
         "idle_member_requests_per_minute": idle_per_minute["member"],
         "tcp_connections_idle": idle_connections,
         "tcp_connections_after_load": connections,
+        **deletion,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    }
+
+
+def _percentile(ordered: list[float], share: float) -> float:
+    if share == 0.5:
+        return statistics.median(ordered)
+    return ordered[max(int(len(ordered) * share + 0.5) - 1, 0)]
+
+
+async def _create_works(
+    client: KubeClient, tracker: _WorkTracker, names: list[str], rate: float, started: float
+) -> None:
+    """Create the Works one after the other (as fast as the control plane takes them), or at
+    `rate` per second."""
+    for i, name in enumerate(names):
+        if rate > 0:
+            # Pacing the load generator (an open-loop arrival rate), not synchronisation.
+            await asyncio.sleep(max(0.0, started + i / rate - time.monotonic()))
+        tracker.created[name] = time.monotonic()
+        await client.create(WORKS, control_plane_work(CLUSTER, name, [manifest(i)]), namespace=ES)
+
+
+async def _delete_all(
+    client: KubeClient,
+    sides: dict[str, EmulatorProcess],
+    tracker: _WorkTracker,
+    names: list[str],
+    pid: int,
+) -> JSON:
+    """Delete every Work at once; the time until all are gone (the agent removed its finalizer)
+    and their member objects deleted, and what the agent asked of each side meanwhile."""
+    member = sides["member"].admin
+    objects = [member_object(int(name.removeprefix(PREFIX))) for name in names]
+    before = {side: await _requests(emu) for side, emu in sides.items()}
+    cpu_before = cpu_seconds(pid)
+    limit = asyncio.Semaphore(BENCH_CONCURRENCY)
+
+    async def delete(name: str) -> None:
+        async with limit:
+            with contextlib.suppress(NotFoundError):
+                await client.delete(WORKS, name, namespace=ES)
+
+    started = time.monotonic()
+    await asyncio.gather(*(delete(name) for name in names))
+    await wait_until(tracker.all_gone(names), 600, "every Work gone")
+    works_gone = time.monotonic() - started
+
+    async def member_objects_gone() -> bool:
+        left = 0
+        for gvr in (CONFIGMAPS, DEPLOYMENTS):
+            listed = await member.list(gvr, namespace=NAMESPACE)
+            left += sum(1 for o in listed["items"] if (gvr, o["metadata"]["name"]) in objects)
+        return left == 0
+
+    # Upstream removes the finalizer after its delete requests were answered, ours too: the
+    # objects are normally gone already; this only confirms it.
+    await wait_until(member_objects_gone, 120, "every member object deleted")
+    seconds = time.monotonic() - started
+    await wait_until(_requests_settled(sides), 120, "agent's requests settled after deleting")
+    count = len(names)
+    return {
+        "delete_all_seconds": round(seconds, 2),
+        "delete_all_works_gone_seconds": round(works_gone, 2),
+        "delete_agent_cpu_ms_per_work": round((cpu_seconds(pid) - cpu_before) / count * 1000, 2),
+        "delete_control_plane_requests_per_work": _per(
+            _delta(await _requests(sides["control_plane"]), before["control_plane"]), count
+        ),
+        "delete_member_requests_per_work": _per(
+            _delta(await _requests(sides["member"]), before["member"]), count
+        ),
     }
 
 
@@ -281,23 +415,30 @@ def _per(counts: dict[str, int], divisor: float) -> JSON:
 
 
 async def _events_by_reason(client: KubeClient, works: int) -> JSON:
-    """Event objects about the benchmark's Works, by reason, per Work (each one POST)."""
+    """Event objects about the benchmark's Works and their templates, by reason, per Work (each
+    object is one POST; its count says how many occurrences it stands for)."""
     counts: dict[str, int] = {}
-    for event in (await client.list(EVENTS, namespace=ES))["items"]:
-        name = str((event.get("involvedObject") or {}).get("name") or "")
-        if name.startswith("bench-") and name != "bench-ns":
+    for event in (await client.list(EVENTS))["items"]:
+        involved = event.get("involvedObject") or {}
+        name = str(involved.get("name") or "")
+        on_work = involved.get("kind") == "Work" and name.startswith(PREFIX)
+        on_template = involved.get("namespace") == NAMESPACE
+        if (on_work and name != "bench-ns") or on_template:
             reason = str(event.get("reason") or "")
+            if on_template:
+                reason += " (template)"
             counts[reason] = counts.get(reason, 0) + 1
     return _per(counts, works)
 
 
-def _requests_settled(sides: dict[str, EmulatorProcess]) -> Any:
-    """True once the agent's request counts on every side stayed the same over a second (the
-    Events of the last Works go out on their own budget, after Applied)."""
+def _requests_settled(sides: dict[str, EmulatorProcess]) -> Callable[[], Awaitable[bool]]:
+    """True once the agent's request counts on every side stayed the same over two seconds (the
+    Events of the last Works go out after Applied)."""
     last: list[list[dict[str, int]]] = [[]]
 
     async def settled() -> bool:
-        await asyncio.sleep(1.0)  # sampling window for the request counts, not synchronisation
+        # The sampling window for the request counts, not synchronisation.
+        await asyncio.sleep(SETTLE_WINDOW)
         now = [await _requests(emu) for emu in sides.values()]
         quiet = now == last[0]
         last[0] = now
@@ -306,14 +447,7 @@ def _requests_settled(sides: dict[str, EmulatorProcess]) -> Any:
     return settled
 
 
-def _contains(done: dict[str, float], name: str) -> Any:
-    async def check() -> bool:
-        return name in done
-
-    return check
-
-
-def _settled_factory(pid: int) -> Any:
+def _settled_factory(pid: int) -> Callable[[], Awaitable[bool]]:
     last = [cpu_seconds(pid)]
 
     async def settled() -> bool:
@@ -326,14 +460,48 @@ def _settled_factory(pid: int) -> Any:
     return settled
 
 
-async def _watch_applied(client: KubeClient, done: dict[str, float]) -> None:
-    while True:
-        async with client.watch(WORKS, namespace=ES, resource_version="0") as events:
-            async for event in events:
-                work = event.get("object") or {}
-                name = (work.get("metadata") or {}).get("name", "")
-                if name not in done and applied(work):
-                    done[name] = time.monotonic()
+class _WorkTracker:
+    """When each Work was created, seen Applied=True and seen deleted, from one watch."""
+
+    def __init__(self) -> None:
+        self.created: dict[str, float] = {}
+        self.applied: dict[str, float] = {}
+        self.gone: dict[str, float] = {}
+
+    def has_applied(self, name: str) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return name in self.applied
+
+        return check
+
+    def all_applied(self, names: list[str]) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return all(name in self.applied for name in names)
+
+        return check
+
+    def all_gone(self, names: list[str]) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return all(name in self.gone for name in names)
+
+        return check
+
+    async def watch(self, client: KubeClient) -> None:
+        resource_version = "0"
+        while True:
+            with contextlib.suppress(KubeError):
+                async with client.watch(
+                    WORKS, namespace=ES, resource_version=resource_version
+                ) as events:
+                    async for event in events:
+                        work = event.get("object") or {}
+                        meta = work.get("metadata") or {}
+                        name = str(meta.get("name", ""))
+                        resource_version = str(meta.get("resourceVersion") or resource_version)
+                        if event.get("type") == "DELETED":
+                            self.gone.setdefault(name, time.monotonic())
+                        elif name not in self.applied and applied(work):
+                            self.applied[name] = time.monotonic()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -352,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
         "--idle-seconds", type=float, default=60.0, help="window for the idle request rates"
     )
     parser.add_argument(
+        "--no-delete", action="store_true", help="skip deleting the Works at the end"
+    )
+    parser.add_argument(
         "--profile", default="", help="run the agent under cProfile, writing stats to this file"
     )
     parser.add_argument(
@@ -363,17 +534,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results/agent_latency.json")
     args = parser.parse_args(argv)
     agent_args = [*(LIFTED_LIMITS if args.lifted else ()), *args.agent_arg]
+    agent = OurAgent(agent_args, python=args.agent_python, profile=args.profile)
     result = asyncio.run(
-        run(
+        measure(
+            agent,
             args.works,
-            args.rate,
-            agent_args,
-            args.idle_seconds,
-            args.profile,
-            args.agent_python,
+            rate=args.rate,
+            idle_seconds=args.idle_seconds,
+            delete=not args.no_delete,
         )
     )
-    report(result, args.out)
+    report({"agent_args": " ".join(agent_args), **result}, args.out)
     return 0
 
 
