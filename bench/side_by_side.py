@@ -108,7 +108,7 @@ def _events(run: JSON) -> float | None:
 
 def _event_writes(run: JSON) -> float | None:
     requests: JSON = run.get("control_plane_requests_per_work") or {}
-    return round(sum(v for k, v in requests.items() if k.endswith(" events")), 2)
+    return round(sum(float(v) for k, v in requests.items() if k.endswith(" events")), 2)
 
 
 def _connections(key: str) -> Callable[[JSON], float | None]:
