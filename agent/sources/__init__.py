@@ -45,10 +45,11 @@ class Sources:
     interpreter: AgentInterpreter
 
     @property
-    def shared(self) -> tuple[MemberObjects, AgentInterpreter]:
-        """Started before the controllers and stopped after them. Every other source is
-        started and stopped by each controller that reads it (it runs while any of them does)."""
-        return self.member_objects, self.interpreter
+    def shared(self) -> tuple[MemberObjects, AgentInterpreter, WorkRecords]:
+        """Started before the controllers and stopped after them (the records' stop writes
+        what is queued). Every other source is started and stopped by each controller that
+        reads it (it runs while any of them does)."""
+        return self.member_objects, self.interpreter, self.records
 
 
 def live_sources(karmada: KubeClient, member: KubeClient, options: Options) -> Sources:

@@ -14,9 +14,9 @@ import pytest
 from agent.app import Agent
 from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, SECRETS
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES
 from agent.resources import WORKS
-from agent.sources.work_records import CLUSTER_LABEL, RECORD_LABEL
+from agent.sources.work_records import WorkRecords
 from emulator.emulator import run_emulator
 from emulator.works import control_plane_work
 
@@ -68,15 +68,12 @@ async def _true(value: bool) -> bool:
 
 
 async def records(member: KubeClient) -> set[str]:
+    """The Works an agent starting now would find recorded."""
     try:
-        listed = await member.list(
-            SECRETS,
-            namespace="karmada-system",
-            label_selector=f"{RECORD_LABEL}=work,{CLUSTER_LABEL}={CLUSTER}",
-        )
+        recorded = await WorkRecords(member, "karmada-system", CLUSTER).load()
     except NotFoundError:
         return set()
-    return {s["metadata"]["annotations"]["karmada-agent.io/work"] for s in listed["items"]}
+    return {w["metadata"]["name"] for w in recorded}
 
 
 async def healthy(admin: KubeClient, name: str) -> bool:

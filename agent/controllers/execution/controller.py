@@ -80,8 +80,12 @@ class ExecutionController(WorkController):
         await super().start()
 
     async def _start_workers(self) -> None:
-        await super()._start_workers()
+        for watched in self._watched():
+            await watched.wait_synced()
+        # Before any worker runs: a reconcile of a vanished Work drops its record, and the
+        # record is what tells that the Work's objects were orphaned.
         await self.deletion.settle_records()
+        await super()._start_workers()
 
     async def stop(self) -> None:
         if self._unsubscribe_ready is not None:

@@ -73,6 +73,7 @@ async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orpha
         await pair.create_work(karmada_work("done", [configmap("done")]))
         for name in ("kept", "gone", "done"):
             await pair.wait_work(name, APPLIED_OK)
+        await pair.ctx.sources.records.flush()  # written within a second; now, for the test
         loaded = await WorkRecords(pair.member_client, "karmada-system", CLUSTER).load()
         assert sorted(w["metadata"]["name"] for w in loaded) == ["done", "gone", "kept"]
 
