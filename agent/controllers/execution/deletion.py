@@ -190,14 +190,35 @@ class Deletion:
                 continue  # the member serves no such kind, so no such object exists there
             namespace = item.namespace if info.namespaced else ""
             try:
-                live = await self.ctx.member.get(info.gvr, item.name, namespace=namespace or None)
+                live = await self._live(info.gvr, info.kind, namespace, item.name, work_name)
             except (NotFoundError, InvalidNameError):
                 continue  # no such object, or a name no object can have
+            if live is None:
+                continue
             if not is_managed(live) or not belongs_to(live, work_namespace, work_name):
                 wlog.info("member object is not this Work's; left alone", object=item.description)
                 continue
             found.append((item, info.gvr, namespace, live))
         return found
+
+    async def _live(
+        self, gvr: GVR, kind: str, namespace: str, name: str, work_name: str
+    ) -> JsonDict | None:
+        """The member object, if it may be Karmada's, without a request where the caches know:
+        from the cache of Karmada's objects once it has synced, and what this process applied
+        for the Work when the watch event of that write is still on its way (a Work deleted
+        right after it was applied); else a GET."""
+        objects = self.ctx.sources.member_objects
+        objects.ensure(gvr, kind)
+        cached, synced = objects.get(gvr, namespace, name)
+        if cached is not None:
+            return cached
+        written = self.writes.last_written((gvr, namespace, name))
+        if written is not None and written[0] == work_name:
+            return written[1]
+        if synced:
+            return None  # not there, or not Karmada's: nothing to delete either way
+        return await self.ctx.member.get(gvr, name, namespace=namespace or None)
 
     async def _delete_objects(self, work: JsonDict, wlog: Any) -> None:
         for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):

@@ -69,6 +69,12 @@ class OwnWrites:
         written = self._written.get(key)
         return None if written is None else written.writer
 
+    def last_written(self, key: ObjectKey) -> tuple[str, JsonDict] | None:
+        """(the Work whose reconcile last applied the object, what that apply returned without
+        status)."""
+        written = self._written.get(key)
+        return None if written is None else (written.writer, written.content)
+
     def objects_of(self, work_name: str) -> set[ObjectKey]:
         return set(self._objects_of.get(work_name, ()))
 

@@ -39,6 +39,27 @@ async def test_deletion_removes_member_objects_and_finalizer() -> None:
         await pair.wait_member_gone(CONFIGMAPS, "gone")
 
 
+async def test_deletion_costs_one_member_request_per_object() -> None:
+    """The objects to delete come from the member caches (or, for an object applied just
+    before, from the apply's answer): one DELETE each, no GET; the record's deletion goes out
+    with the next record write (agent.sources.work_records)."""
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("gone", [deployment("gone"), configmap("gone")]))
+        await pair.wait_work("gone", APPLIED_OK)
+        await pair.idle(pair.execution)
+        await pair.ctx.sources.records.flush()
+        pair.member.accounting.reset()
+        await pair.karmada.delete(WORKS, "gone", namespace=EXEC_NS)
+        await pair.wait_work_gone("gone")  # our finalizer goes once the deletes were answered
+        assert pair.member.accounting.counts(verb="delete", resource="deployments") == 1
+        assert pair.member.accounting.counts(verb="delete", resource="configmaps") == 1
+        assert pair.member.accounting.counts(verb="get", resource="deployments") == 0
+        assert pair.member.accounting.counts(verb="get", resource="configmaps") == 0
+        await pair.wait_member_gone(DEPLOYMENTS, "gone")
+        await pair.wait_member_gone(CONFIGMAPS, "gone")
+
+
 async def test_preserve_resources_on_deletion_strips_karmada_metadata() -> None:
     async with running_pair("execution") as pair:
         await pair.create_work(karmada_work("kept", [configmap("kept")], preserve=True))
