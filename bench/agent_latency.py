@@ -285,6 +285,12 @@ async def _phases(
         per_work = {
             side: _per(_delta(after_load[side], before[side]), works) for side, emu in sides.items()
         }
+        # What the Works cost: the requests of the window less what the agent asks when idle
+        # (status probes, the Lease) over as long a time.
+        window = time.monotonic() - load_started
+        for side, figures in per_work.items():
+            idle = idle_per_minute[side]["total"] * window / 60
+            figures["beyond_idle"] = round(max(figures["total"] - idle / works, 0.0), 2)
         connections = {side: tcp_connections(pid, emu.port) for side, emu in sides.items()}
         events_by_reason = await _events_by_reason(client, works)
         deletion = await _delete_all(client, sides, tracker, names, pid) if delete else {}

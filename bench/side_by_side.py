@@ -35,7 +35,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .agent_latency import JSON, AgentUnderTest, OurAgent, measure
+from emulator import upstream
+
+from .agent_latency import CLUSTER, JSON, AgentUnderTest, OurAgent, measure
+from .emulators import EmulatorProcess
 
 DOCS = Path("docs/benchmarks.md")
 BEGIN = "<!-- side-by-side:begin (bench.side_by_side writes this table) -->"
@@ -62,11 +65,38 @@ SETTINGS = (
 )
 
 
+class UpstreamAgent:
+    """Upstream's Go karmada-agent (emulator.upstream.UpstreamKarmadaAgent)."""
+
+    name = "go"
+
+    def __init__(self, args: list[str]) -> None:
+        self.args = args
+        self.process: upstream.UpstreamKarmadaAgent | None = None
+
+    async def start(self, cp: EmulatorProcess, member: EmulatorProcess, directory: Path) -> int:
+        self.process = upstream.UpstreamKarmadaAgent(
+            karmada_kubeconfig=cp.client_kubeconfig,
+            member_kubeconfig=member.client_kubeconfig,
+            cluster_name=CLUSTER,
+            extra_args=["--leader-elect=false", *self.args],
+            workdir=directory,
+        )
+        await self.process.start(timeout=120)
+        assert self.process.process is not None
+        return self.process.process.pid
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+
+
 def agents_for(
     setting: Setting, names: list[str], python: str
 ) -> list[Callable[[], AgentUnderTest]]:
     makers: dict[str, Callable[[], AgentUnderTest]] = {
         "ours": lambda: OurAgent(list(setting.flags), python=python),
+        "go": lambda: UpstreamAgent(list(setting.flags)),
     }
     return [makers[name] for name in names]
 
@@ -126,6 +156,11 @@ FIGURES: tuple[Figure, ...] = (
     ),
     ("agent CPU per Work, ms", lambda r: r["agent_cpu_ms_per_work"], "{:.1f}"),
     ("member requests per Work", _total("member_requests_per_work"), "{:.2f}"),
+    (
+        "member requests per Work beyond the idle ones",
+        lambda r: (r.get("member_requests_per_work") or {}).get("beyond_idle"),
+        "{:.2f}",
+    ),
     ("control-plane requests per Work", _total("control_plane_requests_per_work"), "{:.2f}"),
     ("Event objects per Work", _events, "{:.2f}"),
     ("Event writes (POST/PATCH) per Work", _event_writes, "{:.2f}"),
@@ -241,9 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     wanted = args.settings.split(",")
     settings = [s for s in SETTINGS if s.name in wanted]
     agent_names = [a for a in args.agents.split(",") if a]
-    if "go" in agent_names:
-        # The launcher of the Go agent (emulator.upstream.UpstreamKarmadaAgent) comes next.
-        print("Go agent left out: not yet wired in", file=sys.stderr)
+    if "go" in agent_names and upstream.binary("karmada-agent") is None:
+        print(f"Go agent left out: {upstream.missing_reason('karmada-agent')}", file=sys.stderr)
         agent_names.remove("go")
     runs = asyncio.run(
         run(settings, agent_names, args.repeat, args.idle_seconds, args.agent_python)
