@@ -27,14 +27,14 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
-from agent.kube import http2_streams
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
-from agent.kube.errors import ApiError, TransportError, WatchTimeoutError, from_response
+from agent.kube.errors import TransportError, WatchTimeoutError, from_response
+from agent.kube.http2 import Answer, ConnectionFailedError, Http2Client, NotHttp2Error
 from agent.kube.ratelimit import TokenBucket
 from agent.kube.reachability import Reachability
 from agent.logs import get_logger
@@ -86,17 +86,23 @@ class Response:
 class StreamResponse:
     """A 2xx response whose body is read incrementally (watch)."""
 
-    def __init__(self, response: httpx.Response, url: str) -> None:
-        self._response = response
-        self.status = response.status_code
-        self.headers: Mapping[str, str] = _headers(response.headers)
+    def __init__(
+        self,
+        status: int,
+        headers: Mapping[str, str],
+        chunks: AsyncIterator[bytes],
+        url: str,
+    ) -> None:
+        self.status = status
+        self.headers = headers
+        self._chunks = chunks
         self.url = url
 
     async def lines(self) -> AsyncGenerator[bytes, None]:
         """Newline-delimited frames; non-empty, without the newline."""
         buffer = b""
         try:
-            async for chunk in self._response.aiter_bytes():
+            async for chunk in self._chunks:
                 buffer += chunk
                 while True:
                     idx = buffer.find(b"\n")
@@ -105,10 +111,10 @@ class StreamResponse:
                     line, buffer = buffer[:idx], buffer[idx + 1 :]
                     if line.strip():
                         yield line
-        except httpx.ReadTimeout as exc:
-            raise WatchTimeoutError(f"stream idle too long: {self.url}", url=self.url) from exc
-        except (httpx.TransportError, httpx.StreamError) as exc:
-            raise TransportError(f"stream broken: {_describe(exc)}", url=self.url) from exc
+        except ConnectionFailedError as exc:
+            if exc.timeout:
+                raise WatchTimeoutError(f"stream idle too long: {self.url}", url=self.url) from exc
+            raise TransportError(f"stream broken: {exc}", url=self.url) from exc
         if buffer.strip():
             yield buffer
 
@@ -257,14 +263,16 @@ def load_cert_chain_pem(ctx: ssl.SSLContext, cert_pem: bytes, key_pem: bytes) ->
 
 
 TransportFactory = Callable[[ClientConfig], Any]
-"""Builds the httpx transport for a config; tests and the emulator pass their own."""
+"""Builds an httpx transport for a config. Tests and the emulator pass their own, and then every
+request goes through httpx."""
 
 
 def default_transport_factory(config: ClientConfig) -> httpx.AsyncBaseTransport:
-    http2_streams.install()
+    """httpx's transport for what agent.kube.http2 does not carry: plain http, a SOCKS or https
+    proxy, a server that speaks HTTP/1.1 only."""
     return httpx.AsyncHTTPTransport(
         verify=build_ssl_context(config) if config.host.startswith("https") else True,
-        http2=config.http2,
+        http2=False,
         proxy=select_proxy(config),
         trust_env=False,
         limits=httpx.Limits(max_connections=500, max_keepalive_connections=50),
@@ -272,11 +280,226 @@ def default_transport_factory(config: ClientConfig) -> httpx.AsyncBaseTransport:
     )
 
 
-class _Slot:
-    """One httpx client and the number of requests or streams still using it."""
+class _Httpx:
+    """Requests through an httpx client."""
 
-    def __init__(self, client: httpx.AsyncClient) -> None:
-        self.client = client
+    def __init__(self, config: ClientConfig, factory: TransportFactory) -> None:
+        self.config = config
+        self.client = httpx.AsyncClient(
+            base_url=config.host,
+            transport=factory(config),
+            timeout=httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
+            trust_env=False,
+            follow_redirects=False,
+            headers={"User-Agent": config.user_agent},
+        )
+        name = config.tls_server_name
+        self._extensions: dict[str, Any] = {"sni_hostname": name} if name else {}
+
+    def _timeout(self, seconds: float | None, read: float | None = None) -> httpx.Timeout:
+        total = self.config.timeout if seconds is None else seconds
+        return httpx.Timeout(total, connect=CONNECT_TIMEOUT, read=read if read else total)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeout: float | None,
+    ) -> Answer:
+        try:
+            response = await self.client.request(
+                method,
+                f"{path}?{query}" if query else path,
+                content=body,
+                headers=headers,
+                timeout=self._timeout(timeout),
+                extensions=self._extensions,
+            )
+        except httpx.TransportError as exc:
+            raise ConnectionFailedError(
+                _describe(exc), timeout=isinstance(exc, httpx.TimeoutException)
+            ) from exc
+        return Answer(response.status_code, _headers(response.headers), response.content)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> AsyncIterator[_Streamed]:
+        request = self.client.build_request(
+            method,
+            f"{path}?{query}" if query else path,
+            headers=headers,
+            timeout=httpx.Timeout(self.config.timeout, connect=CONNECT_TIMEOUT, read=read_timeout),
+            extensions=self._extensions,
+        )
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ConnectionFailedError(
+                _describe(exc), timeout=isinstance(exc, httpx.TimeoutException)
+            ) from exc
+        try:
+            yield _HttpxStreamed(response)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+
+class _HttpxStreamed:
+    def __init__(self, response: httpx.Response) -> None:
+        self.status = response.status_code
+        self.headers: Mapping[str, str] = _headers(response.headers)
+        self._response = response
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_bytes():
+                yield chunk
+        except (httpx.TransportError, httpx.StreamError) as exc:
+            raise ConnectionFailedError(
+                _describe(exc), timeout=isinstance(exc, httpx.TimeoutException)
+            ) from exc
+
+    async def read(self) -> bytes:
+        try:
+            return await self._response.aread()
+        except httpx.TransportError as exc:
+            raise ConnectionFailedError(_describe(exc)) from exc
+
+
+class _Streamed(Protocol):
+    @property
+    def status(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def chunks(self) -> AsyncIterator[bytes]: ...
+
+    async def read(self) -> bytes: ...
+
+
+class _Engine(Protocol):
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeout: float | None,
+    ) -> Answer: ...
+
+    def stream(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> contextlib.AbstractAsyncContextManager[_Streamed]: ...
+
+    async def aclose(self) -> None: ...
+
+
+class _Http2:
+    """Requests through agent.kube.http2, or through httpx (HTTP/1.1) once the server turned out
+    to speak HTTP/1.1 only."""
+
+    def __init__(self, config: ClientConfig, proxy: str | None) -> None:
+        self.config = config
+        context = build_ssl_context(config)
+        context.set_alpn_protocols(["h2", "http/1.1"])
+        self.client = Http2Client(
+            config.host,
+            context,
+            server_hostname=config.tls_server_name,
+            connect_timeout=CONNECT_TIMEOUT,
+            default_timeout=config.timeout,
+            socket_options=tcp_keepalive_socket_options(),
+            headers={"user-agent": config.user_agent},
+            proxy=proxy,
+        )
+        self.fallback: _Httpx | None = None
+
+    def _http1(self) -> _Httpx:
+        if self.fallback is None:
+            log.info("the API server speaks HTTP/1.1 only; using it", host=self.config.host)
+            self.fallback = _Httpx(self.config, default_transport_factory)
+        return self.fallback
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        timeout: float | None,
+    ) -> Answer:
+        if self.fallback is None:
+            try:
+                return await self.client.request(
+                    method, path, query=query, headers=headers, body=body, timeout=timeout
+                )
+            except NotHttp2Error:
+                pass
+        return await self._http1().request(method, path, query, headers, body, timeout)
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        read_timeout: float | None,
+    ) -> AsyncIterator[_Streamed]:
+        if self.fallback is None:
+            try:
+                async with self.client.stream(
+                    method, path, query=query, headers=headers, read_timeout=read_timeout
+                ) as answer:
+                    yield answer
+                return
+            except NotHttp2Error:
+                pass
+        async with self._http1().stream(method, path, query, headers, read_timeout) as answer:
+            yield answer
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        if self.fallback is not None:
+            await self.fallback.aclose()
+
+
+def _engine(config: ClientConfig, factory: TransportFactory | None) -> _Engine:
+    """agent.kube.http2 for an https server reached directly or through an http:// proxy, as
+    every kube-apiserver speaks HTTP/2; httpx for the rest and for a given factory."""
+    if factory is None:
+        proxy = select_proxy(config)
+        direct_or_connect = proxy is None or proxy.startswith("http://")
+        if config.http2 and config.host.startswith("https://") and direct_or_connect:
+            return _Http2(config, proxy)
+        factory = default_transport_factory
+    return _Httpx(config, factory)
+
+
+class _Slot:
+    """One engine (its connections) and the number of requests or streams still using it."""
+
+    def __init__(self, engine: _Engine) -> None:
+        self.engine = engine
         self.inflight = 0
         self.retired = False
         self.closed = False
@@ -284,15 +507,15 @@ class _Slot:
     async def close(self) -> None:
         if not self.closed:
             self.closed = True
-            await self.client.aclose()
+            await self.engine.aclose()
 
 
 class _Connections:
-    """The httpx client(s) to one API server and the config they were built from. Shared by a
+    """The connections to one API server and the config they were built from. Shared by a
     Transport and the siblings made with `Transport.with_own_budget`, so a reload (certificate
-    rotation) reaches all of them and they share one connection pool."""
+    rotation) reaches all of them and they share one connection."""
 
-    def __init__(self, config: ClientConfig, factory: TransportFactory) -> None:
+    def __init__(self, config: ClientConfig, factory: TransportFactory | None) -> None:
         self.factory = factory
         self.config = config
         self.slot = self._make_slot(config)
@@ -301,15 +524,7 @@ class _Connections:
         self.host = urlsplit(config.host).netloc
 
     def _make_slot(self, config: ClientConfig) -> _Slot:
-        client = httpx.AsyncClient(
-            base_url=config.host,
-            transport=self.factory(config),
-            timeout=httpx.Timeout(config.timeout, connect=CONNECT_TIMEOUT),
-            trust_env=False,
-            follow_redirects=False,
-            headers={"User-Agent": config.user_agent},
-        )
-        return _Slot(client)
+        return _Slot(_engine(config, self.factory))
 
     async def reload(self, config: ClientConfig, drain_timeout: float | None) -> None:
         old = self.slot
@@ -369,9 +584,7 @@ class Transport:
         # Told about every answer and every request that got none (shared with with_own_budget).
         self.reachability = reachability or Reachability("API server")
         self._clock = clock
-        self._connections = _connections or _Connections(
-            config, transport_factory or default_transport_factory
-        )
+        self._connections = _connections or _Connections(config, transport_factory)
         # Only the Transport that built the connections closes them.
         self._owns_connections = _connections is None
         self._bucket = self._make_bucket(config)
@@ -448,10 +661,6 @@ class Transport:
             if value:
                 headers["Authorization"] = value
 
-    def _extensions(self) -> dict[str, Any]:
-        name = self._config.tls_server_name
-        return {"sni_hostname": name} if name else {}
-
     def _observe(self, method: str, code: str, started: float) -> None:
         if self.metrics is not None:
             self.metrics.observe(
@@ -474,6 +683,7 @@ class Transport:
         """Send one request with throttling, auth and retries. Error statuses raise the typed
         ApiError unless `raise_for_status` is false; no response at all raises TransportError."""
         method = method.upper()
+        query = urlencode(params, quote_via=quote) if params else ""
         refreshed = False
         retries = 0
         connection_failures = 0
@@ -487,39 +697,29 @@ class Transport:
             slot = self._acquire()
             started = time.monotonic()
             try:
-                response = await slot.client.request(
-                    method,
-                    path,
-                    params=dict(params) if params else None,
-                    content=body,
-                    headers=sent,
-                    timeout=self._timeout(timeout),
-                    extensions=self._extensions(),
-                )
-            except httpx.TransportError as exc:
+                answer = await slot.engine.request(method, path, query, sent, body, timeout)
+            except ConnectionFailedError as exc:
                 self._observe(method, "<error>", started)
                 await self._release(slot)
                 if (
                     method in IDEMPOTENT_READS
-                    and not isinstance(exc, httpx.TimeoutException)
+                    and not exc.timeout
                     and connection_failures < self.retry.connection_retries
                 ):
                     delay = self.retry.connection_backoff * (2**connection_failures)
                     connection_failures += 1
-                    log.debug("retrying %s %s after %s", method, path, type(exc).__name__)
+                    log.debug("retrying %s %s after %s", method, path, exc)
                     await self._clock.sleep(delay)
                     continue
-                self.reachability.failed(_describe(exc))
-                raise TransportError(
-                    f"{method} {path}: {_describe(exc)}", method=method, url=path
-                ) from exc
+                self.reachability.failed(str(exc))
+                raise TransportError(f"{method} {path}: {exc}", method=method, url=path) from exc
             await self._release(slot)
             self.reachability.answered()
-            self._observe(method, str(response.status_code), started)
+            self._observe(method, str(answer.status), started)
             result = Response(
-                status=response.status_code,
-                headers=_headers(response.headers),
-                content=response.content,
+                status=answer.status,
+                headers=answer.headers,
+                content=answer.content,
                 method=method,
                 url=path,
             )
@@ -568,11 +768,6 @@ class Transport:
             return None
         return min(max(seconds, 0.0), self.retry.max_retry_after)
 
-    def _timeout(self, timeout: float | None) -> httpx.Timeout | None:
-        if timeout is None:
-            return None
-        return httpx.Timeout(timeout, connect=CONNECT_TIMEOUT)
-
     @contextlib.asynccontextmanager
     async def stream(
         self,
@@ -586,6 +781,7 @@ class Transport:
         """A long response read line by line (watch). `read_timeout` bounds the silence between
         chunks; error statuses raise ApiError before anything is yielded."""
         method = method.upper()
+        query = urlencode(params, quote_via=quote) if params else ""
         refreshed = False
         while True:
             self._admit(method, path)
@@ -594,45 +790,25 @@ class Transport:
             await self._auth_headers(headers)
             slot = self._acquire()
             started = time.monotonic()
-            timeout = httpx.Timeout(
-                self._config.timeout, connect=CONNECT_TIMEOUT, read=read_timeout
-            )
-            request = slot.client.build_request(
-                method,
-                path,
-                params=dict(params) if params else None,
-                headers=headers,
-                timeout=timeout,
-                extensions=self._extensions(),
-            )
+            answered = False
             try:
-                response = await slot.client.send(request, stream=True)
-            except httpx.TransportError as exc:
-                self._observe(method, "<error>", started)
-                await self._release(slot)
-                self.reachability.failed(_describe(exc))
-                raise TransportError(
-                    f"{method} {path}: {_describe(exc)}", method=method, url=path
-                ) from exc
-            self.reachability.answered()
-            self._observe(method, str(response.status_code), started)
-            try:
-                if response.status_code >= 400:
-                    try:
-                        content = await response.aread()
-                    except httpx.TransportError as exc:
-                        raise TransportError(
-                            f"{method} {path}: {_describe(exc)}", method=method, url=path
-                        ) from exc
-                    status = response.status_code
-                    if status == 401 and not refreshed and self._config.token_source is not None:
-                        refreshed = True
-                        await self._config.token_source.refresh()
-                        continue
-                    error: ApiError = from_response(status, content, _headers(response.headers))
-                    raise error
-                yield StreamResponse(response, path)
-                return
+                async with slot.engine.stream(method, path, query, headers, read_timeout) as answer:
+                    answered = True
+                    self.reachability.answered()
+                    self._observe(method, str(answer.status), started)
+                    if answer.status < 400:
+                        yield StreamResponse(answer.status, answer.headers, answer.chunks(), path)
+                        return
+                    content = await answer.read()
+            except ConnectionFailedError as exc:
+                if not answered:
+                    self._observe(method, "<error>", started)
+                    self.reachability.failed(str(exc))
+                raise TransportError(f"{method} {path}: {exc}", method=method, url=path) from exc
             finally:
-                await response.aclose()
                 await self._release(slot)
+            if answer.status == 401 and not refreshed and self._config.token_source is not None:
+                refreshed = True
+                await self._config.token_source.refresh()
+                continue
+            raise from_response(answer.status, content, answer.headers)

@@ -293,11 +293,17 @@ async def test_static_token_is_normalized_and_redacted() -> None:
     assert "abc" not in repr(ClientConfig(host=HOST, token_source=token, client_key_pem=b"KEY"))
 
 
-def test_http2_is_offered_by_default() -> None:
-    from agent.kube.transport import default_transport_factory
+def test_http2_by_default_httpx_for_the_rest() -> None:
+    """agent.kube.http2 for an https server reached directly or through an http:// proxy;
+    httpx (HTTP/1.1) for plain http, SOCKS proxies, or with http2 off."""
+    from agent.kube.transport import _engine, _Http2, _Httpx
 
-    config = ClientConfig(host=HOST)
+    config = ClientConfig(host=HOST, trust_env=False)
     assert config.http2
-    pool = default_transport_factory(config)._pool
-    assert pool._http2  # ALPN offers h2 and http/1.1
-    assert pool._http1
+    assert isinstance(_engine(config, None), _Http2)
+    proxied = ClientConfig(host=HOST, proxy_url="http://proxy:3128")
+    assert isinstance(_engine(proxied, None), _Http2)
+    assert isinstance(_engine(ClientConfig(host="http://api:8080"), None), _Httpx)
+    socks = ClientConfig(host=HOST, proxy_url="socks5://p:1080")
+    assert isinstance(_engine(socks, None), _Httpx)
+    assert isinstance(_engine(ClientConfig(host=HOST, http2=False), None), _Httpx)

@@ -1,5 +1,6 @@
-"""The agent's transport resets the HTTP/2 streams it abandons (agent/kube/http2_streams.py),
-proved against the emulator's HTTP/2 front."""
+"""The agent's HTTP/2 (agent/kube/http2.py) through its transport, against the emulator's HTTP/2
+front: one connection for requests and watches, abandoned streams reset, quiet watches never
+in the way, read timeouts per stream, GOAWAY, gzip."""
 
 from __future__ import annotations
 

@@ -1,0 +1,722 @@
+"""HTTP/2 to one API server on asyncio and h2 directly: every request and watch is a stream of
+one TLS connection, as client-go talks to kube-apiserver.
+
+The transport (agent.kube.transport) uses this for https servers reached without a proxy, and
+httpx for the rest (HTTP/1.1, proxies, tests' in-process servers). httpx and httpcore cost about
+four times the CPU per request (request and URL objects, anyio locks, one socket write per
+frame), which made them the agent's largest cost under load; their HTTP/2 also had to be patched
+for watches (one reader per connection, a reset for abandoned streams), which is built in here:
+
+- One connection, opened on first use (TLS with ALPN; a server that picks http/1.1 raises
+  NotHttp2Error), replaced once it fails or the server sends GOAWAY. Requests the server did not
+  process (above GOAWAY's last stream, or refused) are sent again on the new connection.
+- One reader: the protocol's `data_received` hands every frame to its stream as it comes, so no
+  request waits behind a quiet watch.
+- Flow control as Go's HTTP/2 transport: a 4 MiB window per stream, 1 GiB for the connection. An
+  answer read whole is acknowledged as it arrives, a stream (watch) as its reader takes it, so a
+  watch nobody reads stops its sender instead of filling memory. A stream left before its end is
+  reset (RST_STREAM CANCEL) and what was received for it acknowledged.
+- At most the server's SETTINGS_MAX_CONCURRENT_STREAMS streams at once; more wait for a slot.
+- `accept-encoding: gzip`, as client-go asks; gzip answers are decompressed.
+- Timeouts: `connect_timeout` for TCP and TLS; a request's `timeout` bounds each wait for the
+  server (its headers, then every piece of its body), a stream's `read_timeout` each wait for
+  data. A read timeout also retires the connection for new requests (it may be dead).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import contextlib
+import ssl
+import zlib
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+
+STREAM_WINDOW = 4 * 1024 * 1024
+CONNECTION_WINDOW = 1024 * 1024 * 1024
+# Requests the server did not process are sent again this many times at most.
+UNPROCESSED_RETRIES = 3
+
+Headers = dict[str, str]
+
+
+class ConnectionFailedError(Exception):
+    """No answer: the connection could not be made, broke, or went silent."""
+
+    def __init__(self, message: str, *, timeout: bool = False, unprocessed: bool = False) -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        # The server did not process the request: sending it again is safe for any verb.
+        self.unprocessed = unprocessed
+
+
+class NotHttp2Error(Exception):
+    """The server chose HTTP/1.1 in the TLS handshake."""
+
+
+def _decoder(headers: Headers) -> Any:
+    if headers.get("content-encoding", "").strip().lower() == "gzip":
+        return zlib.decompressobj(wbits=31)
+    return None
+
+
+class _Stream:
+    """One request and its answer."""
+
+    __slots__ = (
+        "_waiter",
+        "_window",
+        "chunks",
+        "conn",
+        "ended",
+        "error",
+        "headers",
+        "id",
+        "incremental",
+        "status",
+        "unacknowledged",
+    )
+
+    def __init__(self, conn: _Connection, stream_id: int, incremental: bool) -> None:
+        self.conn = conn
+        self.id = stream_id
+        # A stream read as it comes (watch): data acknowledged as the reader takes it.
+        self.incremental = incremental
+        self.status = 0
+        self.headers: Headers = {}
+        self.chunks: collections.deque[tuple[bytes, int]] = collections.deque()
+        self.unacknowledged = 0
+        self.ended = False
+        self.error: ConnectionFailedError | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._window: asyncio.Future[None] | None = None
+
+    # --- told by the connection ----------------------------------------------------------------
+
+    def wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def window_opened(self) -> None:
+        waiter, self._window = self._window, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def fail(self, error: ConnectionFailedError) -> None:
+        if self.error is None and not self.ended:
+            self.error = error
+        self.wake()
+        self.window_opened()
+
+    # --- waited on by the caller ---------------------------------------------------------------
+
+    async def _wait(self, timeout: float | None) -> None:
+        self._waiter = self.conn.loop.create_future()
+        try:
+            async with asyncio.timeout(timeout):
+                await self._waiter
+        except TimeoutError:
+            self.conn.retire()
+            raise ConnectionFailedError(
+                f"no answer within {timeout} s on HTTP/2 stream {self.id}", timeout=True
+            ) from None
+
+    async def wait_window(self) -> None:
+        self._window = self.conn.loop.create_future()
+        await self._window
+
+    async def response_headers(self, timeout: float | None) -> None:
+        while not self.status:
+            if self.error is not None:
+                raise self.error
+            await self._wait(timeout)
+
+    async def next_chunk(self, timeout: float | None) -> bytes | None:
+        """The next piece of the body (acknowledged now); None at its end."""
+        while not self.chunks:
+            if self.ended:
+                return None
+            if self.error is not None:
+                raise self.error
+            await self._wait(timeout)
+        data, length = self.chunks.popleft()
+        if self.incremental and length:
+            self.unacknowledged -= length
+            self.conn.acknowledge(self.id, length)
+        return data
+
+    async def read_all(self, timeout: float | None) -> bytes:
+        parts = []
+        while (chunk := await self.next_chunk(timeout)) is not None:
+            parts.append(chunk)
+        return b"".join(parts)
+
+
+class _Connection(asyncio.Protocol):
+    """One HTTP/2 connection: its h2 state machine, its streams, its one reader."""
+
+    def __init__(self, authority: bytes, loop: asyncio.AbstractEventLoop) -> None:
+        self.authority = authority
+        self.loop = loop
+        self.h2 = h2.connection.H2Connection(
+            h2.config.H2Configuration(client_side=True, header_encoding=None)
+        )
+        self.transport: asyncio.Transport | None = None
+        self.streams: dict[int, _Stream] = {}
+        # Why no new stream may start here (failed, closing, GOAWAY, retired); None while usable.
+        self.unusable: str | None = None
+        self.error: ConnectionFailedError | None = None
+        self._slots: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._writable: asyncio.Future[None] | None = None
+        # The proxy tunnel's stream the TLS connection runs in, if any.
+        self.tunnel: asyncio.StreamWriter | None = None
+
+    # --- asyncio.Protocol ----------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.h2.local_settings = h2.settings.Settings(
+            client=True,
+            initial_values={
+                h2.settings.SettingCodes.ENABLE_PUSH: 0,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
+            },
+        )
+        self.h2.initiate_connection()
+        self.h2.increment_flow_control_window(
+            CONNECTION_WINDOW - self.h2.inbound_flow_control_window
+        )
+        self.flush()
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            events = self.h2.receive_data(data)
+        except h2.exceptions.ProtocolError as exc:
+            self._fail(ConnectionFailedError(f"HTTP/2 protocol error: {exc}"))
+            self.flush()
+            self.close_transport()
+            return
+        for event in events:
+            self._dispatch(event)
+        self.flush()
+
+    def eof_received(self) -> bool:
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        reason = f"{type(exc).__name__}: {exc}" if exc is not None else "closed by the server"
+        self._fail(ConnectionFailedError(f"the HTTP/2 connection was lost ({reason})"))
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._writable is None:
+            self._writable = self.loop.create_future()
+
+    def resume_writing(self) -> None:
+        writable, self._writable = self._writable, None
+        if writable is not None and not writable.done():
+            writable.set_result(None)
+
+    # --- frames in -----------------------------------------------------------------------------
+
+    def _dispatch(self, event: h2.events.Event) -> None:
+        if isinstance(event, h2.events.DataReceived):
+            stream = self.streams.get(event.stream_id)
+            length = event.flow_controlled_length or 0
+            if stream is None:
+                # A stream we left: give its window back.
+                if length:
+                    self.acknowledge(event.stream_id, length)
+                return
+            stream.chunks.append((event.data, length))
+            if stream.incremental:
+                stream.unacknowledged += length
+            elif length:
+                self.acknowledge(event.stream_id, length)
+            stream.wake()
+        elif isinstance(event, h2.events.ResponseReceived):
+            stream = self.streams.get(event.stream_id)
+            if stream is not None:
+                headers: Headers = {}
+                for raw_name, raw_value in event.headers:
+                    name = bytes(raw_name).decode("latin-1")
+                    value = bytes(raw_value).decode("latin-1")
+                    if name == ":status":
+                        stream.status = int(value)
+                    elif name in headers:
+                        headers[name] = f"{headers[name]}, {value}"
+                    else:
+                        headers[name] = value
+                stream.headers = headers
+                stream.wake()
+        elif isinstance(event, h2.events.StreamEnded):
+            stream = self.streams.pop(event.stream_id, None)
+            if stream is not None:
+                stream.ended = True
+                stream.wake()
+            self._free_slot()
+        elif isinstance(event, h2.events.StreamReset):
+            stream = self.streams.pop(event.stream_id, None)
+            if stream is not None:
+                refused = event.error_code == h2.errors.ErrorCodes.REFUSED_STREAM
+                stream.fail(
+                    ConnectionFailedError(
+                        f"HTTP/2 stream {event.stream_id} reset by the server "
+                        f"({event.error_code!r})",
+                        unprocessed=refused,
+                    )
+                )
+            self._free_slot()
+        elif isinstance(event, h2.events.WindowUpdated):
+            if event.stream_id:
+                stream = self.streams.get(event.stream_id)
+                if stream is not None:
+                    stream.window_opened()
+            else:
+                for stream in self.streams.values():
+                    stream.window_opened()
+        elif isinstance(event, h2.events.RemoteSettingsChanged):
+            for stream in self.streams.values():
+                stream.window_opened()
+            self._free_slot()
+        elif isinstance(event, h2.events.ConnectionTerminated):
+            self._goaway(event)
+
+    def _goaway(self, event: h2.events.ConnectionTerminated) -> None:
+        self.unusable = self.unusable or "the server sent GOAWAY"
+        last = event.last_stream_id if event.last_stream_id is not None else 0
+        for stream_id in [sid for sid in self.streams if sid > last]:
+            self.streams.pop(stream_id).fail(
+                ConnectionFailedError("the server went away before this request", unprocessed=True)
+            )
+        if event.error_code != h2.errors.ErrorCodes.NO_ERROR:
+            self._fail(
+                ConnectionFailedError(f"the server ended the connection ({event.error_code!r})")
+            )
+        self._wake_all_slots()
+        if not self.streams:
+            self.close_transport()
+
+    def _fail(self, error: ConnectionFailedError) -> None:
+        self.unusable = self.unusable or str(error)
+        if self.error is None:
+            self.error = error
+        streams, self.streams = self.streams, {}
+        for stream in streams.values():
+            stream.fail(error)
+        self._wake_all_slots()
+
+    # --- frames out ----------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        data = self.h2.data_to_send()
+        if data and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
+
+    def acknowledge(self, stream_id: int, length: int) -> None:
+        with contextlib.suppress(h2.exceptions.H2Error):
+            self.h2.acknowledge_received_data(length, stream_id)
+
+    async def writable(self) -> None:
+        if self._writable is not None:
+            await self._writable
+
+    # --- streams -------------------------------------------------------------------------------
+
+    def _free_slot(self) -> None:
+        while self._slots and self._has_slot():
+            waiter = self._slots.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    def _wake_all_slots(self) -> None:
+        while self._slots:
+            waiter = self._slots.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _has_slot(self) -> bool:
+        return self.h2.open_outbound_streams < self.h2.remote_settings.max_concurrent_streams
+
+    async def start(
+        self,
+        method: bytes,
+        path: bytes,
+        headers: Sequence[tuple[bytes, bytes]],
+        body: bytes | None,
+        *,
+        incremental: bool,
+    ) -> _Stream:
+        """Send the request; its stream (the caller must `close_stream` it)."""
+        while self.unusable is None and not self._has_slot():
+            waiter = self.loop.create_future()
+            self._slots.append(waiter)
+            await waiter
+        if self.unusable is not None:
+            raise ConnectionFailedError(f"connection not usable: {self.unusable}", unprocessed=True)
+        stream_id = self.h2.get_next_available_stream_id()
+        stream = _Stream(self, stream_id, incremental)
+        self.streams[stream_id] = stream
+        request_headers = [
+            (b":method", method),
+            (b":scheme", b"https"),
+            (b":authority", self.authority),
+            (b":path", path),
+            *headers,
+        ]
+        self.h2.send_headers(stream_id, request_headers, end_stream=not body)
+        self.flush()
+        if body:
+            await self._send_body(stream, body)
+        return stream
+
+    async def _send_body(self, stream: _Stream, body: bytes) -> None:
+        view = memoryview(body)
+        sent = 0
+        while sent < len(body):
+            if stream.error is not None:
+                raise stream.error
+            try:
+                window = min(
+                    self.h2.local_flow_control_window(stream.id), self.h2.max_outbound_frame_size
+                )
+            except h2.exceptions.StreamClosedError:
+                raise stream.error or ConnectionFailedError(
+                    "the server closed the stream"
+                ) from None
+            if window <= 0:
+                await stream.wait_window()
+                continue
+            chunk = bytes(view[sent : sent + window])
+            sent += len(chunk)
+            self.h2.send_data(stream.id, chunk, end_stream=sent == len(body))
+            self.flush()
+            await self.writable()
+
+    def close_stream(self, stream: _Stream) -> None:
+        """Done with the stream: reset it if the server is still sending, and give back the
+        window of what was received for it but never read."""
+        unread = stream.unacknowledged
+        stream.unacknowledged = 0
+        stream.chunks.clear()
+        if self.streams.pop(stream.id, None) is not None and self.error is None:
+            with contextlib.suppress(h2.exceptions.H2Error):
+                self.h2.reset_stream(stream.id, h2.errors.ErrorCodes.CANCEL)
+            self._free_slot()
+        if unread:
+            self.acknowledge(stream.id, unread)
+        self.flush()
+        if self.unusable is not None and not self.streams:
+            self.close_transport()
+
+    # --- the connection ------------------------------------------------------------------------
+
+    def retire(self) -> None:
+        """No new streams here (it may be dead); the open ones finish."""
+        self.unusable = self.unusable or "retired after a read timeout"
+        if not self.streams:
+            self.close_transport()
+
+    def close(self) -> None:
+        """Close now: open streams end with ConnectionFailedError."""
+        if self.transport is not None and not self.transport.is_closing():
+            with contextlib.suppress(h2.exceptions.H2Error):
+                self.h2.close_connection()
+            self.flush()
+        self._fail(ConnectionFailedError("the HTTP/2 connection was closed"))
+        self.close_transport()
+
+    def close_transport(self) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+
+class Answer:
+    """A response read whole."""
+
+    __slots__ = ("content", "headers", "status")
+
+    def __init__(self, status: int, headers: Headers, content: bytes) -> None:
+        self.status = status
+        self.headers = headers
+        self.content = content
+
+
+class StreamAnswer:
+    """A response whose body is read as it comes."""
+
+    def __init__(self, stream: _Stream, read_timeout: float | None) -> None:
+        self._stream = stream
+        self._read_timeout = read_timeout
+        self.status = stream.status
+        self.headers = stream.headers
+        self._decoder = _decoder(stream.headers)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while (chunk := await self._stream.next_chunk(self._read_timeout)) is not None:
+            if self._decoder is not None:
+                chunk = self._decoder.decompress(chunk)
+            if chunk:
+                yield chunk
+        if self._decoder is not None and (rest := self._decoder.flush()):
+            yield rest
+
+    async def read(self) -> bytes:
+        return b"".join([chunk async for chunk in self.chunks()])
+
+
+class Http2Client:
+    """HTTP/2 requests and streams to one https server (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        ssl_context: ssl.SSLContext,
+        *,
+        server_hostname: str | None = None,
+        connect_timeout: float = 10.0,
+        default_timeout: float | None = None,
+        socket_options: Sequence[tuple[int, int, int]] = (),
+        headers: Mapping[str, str] | None = None,
+        proxy: str | None = None,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme != "https" or not parts.hostname:
+            raise ValueError(f"HTTP/2 needs an https URL with a host, not {url!r}")
+        self.host = parts.hostname
+        self.port = parts.port or 443
+        self.prefix = parts.path.rstrip("/").encode()
+        self.authority = parts.netloc.rsplit("@", 1)[-1].encode()
+        self.ssl_context = ssl_context
+        self.server_hostname = server_hostname or self.host
+        self.connect_timeout = connect_timeout
+        self.default_timeout = default_timeout
+        self.socket_options = list(socket_options)
+        self.headers = [
+            (name.lower().encode(), value.encode()) for name, value in (headers or {}).items()
+        ] + [(b"accept-encoding", b"gzip")]
+        self.proxy = urlsplit(proxy) if proxy else None
+        if self.proxy is not None and (self.proxy.scheme != "http" or not self.proxy.hostname):
+            raise ValueError("HTTP/2 goes through http:// (CONNECT) proxies only")
+        self._connection: _Connection | None = None
+        self._connecting: asyncio.Future[_Connection] | None = None
+        self._closed = False
+
+    # --- connections ---------------------------------------------------------------------------
+
+    async def _usable_connection(self) -> _Connection:
+        if self._closed:
+            raise ConnectionFailedError("the client is closed")
+        conn = self._connection
+        if conn is not None and conn.unusable is None:
+            return conn
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._connect())
+        connecting = self._connecting
+        try:
+            return await asyncio.shield(connecting)
+        finally:
+            if connecting.done() and self._connecting is connecting:
+                self._connecting = None
+
+    async def _connect(self) -> _Connection:
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                if self.proxy is None:
+                    transport, conn = await loop.create_connection(
+                        lambda: _Connection(self.authority, loop),
+                        self.host,
+                        self.port,
+                        ssl=self.ssl_context,
+                        server_hostname=self.server_hostname,
+                        ssl_handshake_timeout=self.connect_timeout,
+                    )
+                else:
+                    transport, conn = await self._through_proxy(loop)
+        except TimeoutError:
+            raise ConnectionFailedError(
+                f"connecting to {self.host}:{self.port} timed out", timeout=True
+            ) from None
+        except (OSError, ssl.SSLError) as exc:
+            raise ConnectionFailedError(
+                f"connecting to {self.host}:{self.port}: {type(exc).__name__}: {exc}"
+            ) from exc
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None or ssl_object.selected_alpn_protocol() != "h2":
+            transport.close()
+            raise NotHttp2Error(f"{self.host}:{self.port} does not speak HTTP/2")
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            for level, option, value in self.socket_options:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(level, option, value)
+        if self._closed:
+            conn.close()
+            raise ConnectionFailedError("the client is closed")
+        previous, self._connection = self._connection, conn
+        if previous is not None and not previous.streams:
+            previous.close_transport()
+        return conn
+
+    async def _through_proxy(
+        self, loop: asyncio.AbstractEventLoop
+    ) -> tuple[asyncio.Transport, _Connection]:
+        """A tunnel through the proxy (HTTP CONNECT, basic credentials from its URL), then TLS
+        to the server inside it."""
+        assert self.proxy is not None
+        reader, writer = await asyncio.open_connection(self.proxy.hostname, self.proxy.port or 80)
+        target = (
+            f"{self.host}:{self.port}" if ":" not in self.host else f"[{self.host}]:{self.port}"
+        )
+        request = f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n"
+        if self.proxy.username is not None:
+            credentials = f"{unquote(self.proxy.username)}:{unquote(self.proxy.password or '')}"
+            token = base64.b64encode(credentials.encode()).decode()
+            request += f"Proxy-Authorization: Basic {token}\r\n"
+        writer.write(request.encode() + b"\r\n")
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
+            writer.close()
+            raise ConnectionFailedError(f"the proxy did not answer CONNECT: {exc}") from exc
+        status = head.split(b"\r\n", 1)[0].decode("latin-1")
+        if status.split(" ")[1:2] != ["200"]:
+            writer.close()
+            raise ConnectionFailedError(f"the proxy refused CONNECT {target}: {status}")
+        conn = _Connection(self.authority, loop)
+        # The writer closes the tunnel's socket once garbage-collected: the connection keeps it.
+        conn.tunnel = writer
+        transport = await loop.start_tls(
+            writer.transport,
+            conn,
+            self.ssl_context,
+            server_hostname=self.server_hostname,
+            ssl_handshake_timeout=self.connect_timeout,
+        )
+        if transport is None:
+            raise ConnectionFailedError("TLS through the proxy failed")
+        assert isinstance(transport, asyncio.Transport)
+        conn.connection_made(transport)  # start_tls leaves that to its caller
+        return transport, conn
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._connecting is not None:
+            self._connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await self._connecting
+        if self._connection is not None:
+            self._connection.close()
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def _path(self, path: str, query: str) -> bytes:
+        full = self.prefix + path.encode()
+        return full + b"?" + query.encode() if query else full
+
+    def _headers(self, headers: Mapping[str, str], body: bytes | None) -> list[tuple[bytes, bytes]]:
+        sent = list(self.headers)
+        sent.extend((name.lower().encode(), value.encode()) for name, value in headers.items())
+        if body:
+            sent.append((b"content-length", str(len(body)).encode()))
+        return sent
+
+    async def _start(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes | None,
+        incremental: bool,
+    ) -> _Stream:
+        wire_headers = self._headers(headers, body)
+        full_path = self._path(path, query)
+        for attempt in range(UNPROCESSED_RETRIES + 1):
+            conn = await self._usable_connection()
+            try:
+                return await conn.start(
+                    method.encode(), full_path, wire_headers, body, incremental=incremental
+                )
+            except ConnectionFailedError as exc:
+                if not exc.unprocessed or attempt == UNPROCESSED_RETRIES:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+        timeout: float | None = None,
+    ) -> Answer:
+        """Send a request and read its answer whole."""
+        timeout = self.default_timeout if timeout is None else timeout
+        for attempt in range(UNPROCESSED_RETRIES + 1):
+            stream = await self._start(method, path, query, headers, body, incremental=False)
+            try:
+                await stream.response_headers(timeout)
+                content = await stream.read_all(timeout)
+            except ConnectionFailedError as exc:
+                if exc.unprocessed and attempt < UNPROCESSED_RETRIES:
+                    continue
+                raise
+            finally:
+                stream.conn.close_stream(stream)
+            decoder = _decoder(stream.headers)
+            if decoder is not None:
+                try:
+                    content = decoder.decompress(content) + decoder.flush()
+                except zlib.error as exc:
+                    raise ConnectionFailedError(f"undecodable gzip answer: {exc}") from exc
+            return Answer(stream.status, stream.headers, content)
+        raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        headers: Mapping[str, str],
+        read_timeout: float | None = None,
+    ) -> AsyncIterator[StreamAnswer]:
+        """Send a request and read its answer as it comes; leaving the block before its end
+        resets the stream."""
+        for attempt in range(UNPROCESSED_RETRIES + 1):
+            stream = await self._start(method, path, query, headers, None, incremental=True)
+            try:
+                await stream.response_headers(self.default_timeout)
+            except ConnectionFailedError as exc:
+                stream.conn.close_stream(stream)
+                if exc.unprocessed and attempt < UNPROCESSED_RETRIES:
+                    continue
+                raise
+            except BaseException:
+                stream.conn.close_stream(stream)
+                raise
+            try:
+                yield StreamAnswer(stream, read_timeout)
+            finally:
+                stream.conn.close_stream(stream)
+            return
