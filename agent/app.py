@@ -302,11 +302,10 @@ class Agent:
             member=self.member,
             karmada_mapper=RESTMapper(self.karmada),
             member_mapper=RESTMapper(self.member),
-            # Events get a client of their own, as upstream's event recorder does: its own
-            # QPS/burst budget, so a burst of Events never delays Work status writes (same
-            # connections).
+            # Events count against the control plane's QPS budget, as upstream's do, but take
+            # only its spare tokens: a burst of Events never delays Work status writes.
             events=EventRecorder(
-                KubeClient(self.karmada.transport.with_own_budget()),
+                KubeClient(self.karmada.transport.background()),
                 component="karmada-agent",
                 sources=EVENT_SOURCES,
             ),

@@ -9,8 +9,11 @@ seen for the same object, type and reason within the window, further ones become
 event correlator, without its per-object spam filter. At most `max_in_flight` writes
 wait or run at once (client-go's broadcaster queue holds 1000), `writers` of them sending at a
 time; beyond that, events are dropped with a log line (as client-go drops events when that
-queue is full): Events are a diagnostic aid, never a reason to slow reconciles. The agent gives the recorder a client with its own
-QPS budget (`Transport.with_own_budget`), as upstream's event client has.
+queue is full): Events are a diagnostic aid, never a reason to slow reconciles. The agent gives
+the recorder a client that spends the control plane's QPS budget (--kube-api-qps), as upstream's
+event client does (Karmada gives the rest config one rate limiter, which every client built from
+it shares), but only its spare tokens (`Transport.background`): Events never delay a status
+write; after a burst they follow at the budget's rate.
 """
 
 from __future__ import annotations

@@ -57,6 +57,12 @@ class TokenBucket:
         if delay > 0:
             await self._clock.sleep(delay)
 
+    async def wait_spare(self) -> None:
+        """Take a token only when one is spare, none owed to a reservation: for background
+        work that yields to every `wait`/`reserve` caller."""
+        while not self.try_take():
+            await self._clock.sleep((1.0 - self._tokens) / self.qps)
+
 
 class RateLimiter(Protocol[T_contra]):
     """How long an item should wait before being retried (client-go's TypedRateLimiter)."""

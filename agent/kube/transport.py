@@ -511,13 +511,17 @@ class _Slot:
 
 
 class _Connections:
-    """The connections to one API server and the config they were built from. Shared by a
-    Transport and the siblings made with `Transport.with_own_budget`, so a reload (certificate
-    rotation) reaches all of them and they share one connection."""
+    """The connections to one API server, the config they were built from and the client-side
+    QPS budget. Shared by a Transport and its `background()` sibling, so a reload (certificate
+    rotation) reaches both and they share one connection and one budget."""
 
-    def __init__(self, config: ClientConfig, factory: TransportFactory | None) -> None:
+    def __init__(
+        self, config: ClientConfig, factory: TransportFactory | None, clock: Clock
+    ) -> None:
         self.factory = factory
         self.config = config
+        self.clock = clock
+        self.bucket = self._make_bucket(config)
         self.slot = self._make_slot(config)
         self.retired: set[_Slot] = set()
         self.background: set[asyncio.Task[None]] = set()
@@ -526,7 +530,14 @@ class _Connections:
     def _make_slot(self, config: ClientConfig) -> _Slot:
         return _Slot(_engine(config, self.factory))
 
+    def _make_bucket(self, config: ClientConfig) -> TokenBucket | None:
+        if config.qps <= 0:
+            return None
+        return TokenBucket(config.qps, max(config.burst, 1), clock=self.clock)
+
     async def reload(self, config: ClientConfig, drain_timeout: float | None) -> None:
+        if (config.qps, config.burst) != (self.config.qps, self.config.burst):
+            self.bucket = self._make_bucket(config)
         old = self.slot
         self.slot = self._make_slot(config)
         self.config = config
@@ -578,21 +589,24 @@ class Transport:
         clock: Clock = REAL_CLOCK,
         reachability: Reachability | None = None,
         _connections: _Connections | None = None,
+        _background: bool = False,
     ) -> None:
         self.retry = retry or RetryPolicy()
         self.metrics = metrics
-        # Told about every answer and every request that got none (shared with with_own_budget).
+        # Told about every answer and every request that got none (shared with background()).
         self.reachability = reachability or Reachability("API server")
         self._clock = clock
-        self._connections = _connections or _Connections(config, transport_factory)
+        self._connections = _connections or _Connections(config, transport_factory, clock)
         # Only the Transport that built the connections closes them.
         self._owns_connections = _connections is None
-        self._bucket = self._make_bucket(config)
+        self._background = _background
 
-    def with_own_budget(self) -> Transport:
-        """A Transport on the same connections, credentials and reloads, with a token bucket of
-        its own (the config's QPS and burst). client-go gives every client it builds its own
-        bucket, so upstream's event client never takes tokens from its other requests; closing
+    def background(self) -> Transport:
+        """A Transport on the same connections, credentials, reloads and QPS budget whose
+        requests take only the budget's spare tokens: writes that must never delay the others
+        (Events, the Work record) go out once no other request waits for a token. Upstream's
+        agent spends one budget per API server on everything, Events included (its event client
+        shares the rest config's rate limiter); so does this one, with the rest first. Closing
         the sibling leaves the shared connections open."""
         return Transport(
             self.config,
@@ -601,6 +615,7 @@ class Transport:
             clock=self._clock,
             reachability=self.reachability,
             _connections=self._connections,
+            _background=True,
         )
 
     @property
@@ -623,19 +638,12 @@ class Transport:
     def host(self) -> str:
         return self._connections.config.host
 
-    def _make_bucket(self, config: ClientConfig) -> TokenBucket | None:
-        if config.qps <= 0:
-            return None
-        return TokenBucket(config.qps, max(config.burst, 1), clock=self._clock)
-
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def reload(self, config: ClientConfig, *, drain_timeout: float | None = None) -> None:
         """Use `config` (e.g. a rotated client certificate) for every new request. The old
         client closes when its in-flight work ends, or after `drain_timeout` seconds at most
         (streams cut then end with TransportError, which reflectors resume from)."""
-        if (config.qps, config.burst) != (self.config.qps, self.config.burst):
-            self._bucket = self._make_bucket(config)
         await self._connections.reload(config, drain_timeout)
 
     async def close(self) -> None:
@@ -651,8 +659,13 @@ class Transport:
     # --- requests ------------------------------------------------------------------------------
 
     async def _throttle(self) -> None:
-        if self._bucket is not None:
-            await self._bucket.wait()
+        bucket = self._connections.bucket
+        if bucket is None:
+            return
+        if self._background:
+            await bucket.wait_spare()
+        else:
+            await bucket.wait()
 
     async def _auth_headers(self, headers: dict[str, str]) -> None:
         source = self._config.token_source

@@ -22,7 +22,9 @@ Works costs a few writes, not one per Work.
 
 The guarantee: a change reaches the member within FLUSH_INTERVAL plus one write of its
 segment after `save` or `delete`, while the member accepts writes (a failed write is retried,
-with backoff, keeping every change queued). A crash (SIGKILL, node loss) in that window loses the
+with backoff, keeping every change queued). These writes spend only spare tokens of the
+member's QPS budget (--cluster-api-qps): while applies use all of it (a burst at the limit),
+the record waits for them, so it lags the applies by at most the interval plus the burst. A crash (SIGKILL, node loss) in that window loses the
 changes queued in it, nothing written before: an agent that then starts while the control plane
 is unreachable serves those Works as last recorded (a new Work not at all, a changed one at its
 previous content, a deleted one still) until the control plane answers and the current Works
@@ -205,6 +207,8 @@ class WorkRecords:
         max_deltas: int = MAX_DELTAS,
     ) -> None:
         self.member = member
+        # Coalesced writes take only the member budget's spare tokens: applies go first.
+        self._background = KubeClient(member.transport.background())
         self.namespace = namespace
         self.cluster = cluster
         self.flush_interval = flush_interval
@@ -398,39 +402,35 @@ class WorkRecords:
             if delay > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._urgent.wait(), delay)
+            # A caller waiting for the write: it may not yield to the other requests.
+            client = self.member if self._urgent.is_set() else self._background
             self._wake.clear()
             self._urgent.clear()
             outcome, self._next_write = self._next_write, None
             try:
-                await self._write_queued()
-            except KubeError as exc:
-                log.warning(
-                    "Work record not written; retrying",
-                    changes=len(self._queued),
-                    error=str(exc),
-                    retry_in=retry,
-                )
-                if outcome is not None and not outcome.done():
-                    outcome.set_exception(exc)
-                    outcome.exception()  # retrieved: a waiter may have gone
-                await asyncio.sleep(retry)  # backoff before writing again
-                retry = min(retry * 2, RETRY_MAX)
-                self._wake.set()
-                continue
+                await self._write_queued(client)
             except Exception as exc:
-                log.exception("Work record not written")
-                if outcome is not None and not outcome.done():
-                    outcome.set_exception(KubeError(f"Work record not written: {exc}"))
-                    outcome.exception()
+                if isinstance(exc, KubeError):
+                    log.warning(
+                        "Work record not written; retrying",
+                        changes=len(self._queued),
+                        error=str(exc),
+                        retry_in=retry,
+                    )
+                    error = exc
+                else:
+                    log.exception("Work record not written; retrying", retry_in=retry)
+                    error = KubeError(f"Work record not written: {exc}")
+                _settle(outcome, error)
                 await asyncio.sleep(retry)  # backoff before writing again
                 retry = min(retry * 2, RETRY_MAX)
                 self._wake.set()
                 continue
             retry = RETRY_INITIAL
-            if outcome is not None and not outcome.done():
-                outcome.set_result(None)
+            _settle(outcome, None)
+            await self._compact_if_due()
 
-    async def _write_queued(self) -> None:
+    async def _write_queued(self, client: KubeClient) -> None:
         async with self._write_lock:
             stored = await self._ensure_loaded_locked()
             batch, self._queued = self._queued, {}
@@ -442,7 +442,7 @@ class WorkRecords:
                     [(name, None if e is None else e.raw) for name, e in sorted(batch.items())]
                 )
                 await self._ensure_namespace()
-                self._log.append(await self._write_segment(DELTA, data))
+                self._log.append(await self._write_segment(DELTA, data, client))
             except BaseException:
                 # Kept for the next write; changes queued meanwhile are newer.
                 self._queued = {**batch, **self._queued}
@@ -452,7 +452,6 @@ class WorkRecords:
                     stored.pop(name, None)
                 else:
                     stored[name] = entry
-            await self._compact_if_due(stored)
 
     async def _ensure_loaded_locked(self) -> dict[str, _Entry]:
         if self._stored is None:
@@ -463,7 +462,16 @@ class WorkRecords:
         assert self._stored is not None
         return self._stored
 
-    async def _compact_if_due(self, stored: dict[str, _Entry]) -> None:
+    async def _compact_if_due(self) -> None:
+        """A snapshot once the deltas outweigh it (an empty record: the segments deleted); a
+        failure is logged and compaction tried again after the next write."""
+        try:
+            async with self._write_lock:
+                await self._compact(await self._ensure_loaded_locked())
+        except KubeError as exc:
+            log.info("Work record not compacted; tried again later", error=str(exc))
+
+    async def _compact(self, stored: dict[str, _Entry]) -> None:
         deltas = [s for s in self._log if s.kind == DELTA]
         snapshot_size = sum(s.size for s in self._log if s.kind == SNAPSHOT)
         delta_size = sum(s.size for s in deltas)
@@ -473,7 +481,7 @@ class WorkRecords:
         obsolete = [name for s in self._log for name in s.names] + self._garbage
         if stored:
             data = await _encoded([(name, e.raw) for name, e in sorted(stored.items())])
-            self._log = [await self._write_segment(SNAPSHOT, data)]
+            self._log = [await self._write_segment(SNAPSHOT, data, self._background)]
         else:
             # Nothing recorded: an empty log says so. Deleted oldest first, a crash midway
             # leaves only deltas whose later entries (deletions) win.
@@ -482,7 +490,7 @@ class WorkRecords:
         for name in obsolete:
             await self._delete_secret(name)
 
-    async def _write_segment(self, kind: str, data: bytes) -> _Stored:
+    async def _write_segment(self, kind: str, data: bytes, client: KubeClient) -> _Stored:
         """Create the segment's Secrets, last part first; a number already taken (another
         writer) moves on to the next."""
         parts = split_parts(data)
@@ -493,7 +501,7 @@ class WorkRecords:
             names = [self._secret_name(seq, i) for i in range(len(parts))]
             try:
                 for index in reversed(range(len(parts))):
-                    await self.member.create(
+                    await client.create(
                         SECRETS,
                         self._secret(names[index], seq, kind, index, parts, digest),
                         namespace=self.namespace,
@@ -534,7 +542,7 @@ class WorkRecords:
 
     async def _delete_secret(self, name: str) -> None:
         try:
-            await self.member.delete(SECRETS, name, namespace=self.namespace)
+            await self._background.delete(SECRETS, name, namespace=self.namespace)
         except NotFoundError:
             pass
         except KubeError as exc:
@@ -552,6 +560,17 @@ class WorkRecords:
             with contextlib.suppress(AlreadyExistsError):
                 await self.member.create(NAMESPACES, body)
         self._namespace_checked = True
+
+
+def _settle(outcome: asyncio.Future[None] | None, error: KubeError | None) -> None:
+    """Tell the callers waiting for a write how it went."""
+    if outcome is None or outcome.done():
+        return
+    if error is None:
+        outcome.set_result(None)
+    else:
+        outcome.set_exception(error)
+        outcome.exception()  # retrieved: the waiters may have gone
 
 
 async def save_quietly(records: WorkRecords, work: JsonDict, wlog: Any) -> None:

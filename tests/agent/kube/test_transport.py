@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from agent.kube import errors
+from agent.kube.clock import FakeClock
 from agent.kube.config import ClientConfig, StaticToken
 from agent.kube.ratelimit import TokenBucket
 from agent.kube.transport import (
@@ -162,30 +163,57 @@ def wires_per_config(api: Emulated) -> tuple[dict[str, Wire], TransportFactory]:
     return built, factory
 
 
-async def test_sibling_with_own_budget_shares_connections_and_reloads() -> None:
+async def test_background_sibling_shares_connections_budget_and_reloads() -> None:
     built, factory = wires_per_config(emulated())
-    clock = RecordingClock()
+    clock = FakeClock()
     main = Transport(
         ClientConfig(host=HOST, qps=2.0, burst=1), transport_factory=factory, clock=clock
     )
-    events = main.with_own_budget()
-    # Each spends its own single burst token first: neither waits for the other's requests.
-    await main.request("GET", "/version")
-    await events.request("GET", "/version")
-    assert clock.sleeps == []
-    await events.request("GET", "/version")
-    assert clock.sleeps == [0.5]
+    background = main.background()
+    await main.request("GET", "/version")  # the one burst token
+    # One budget: the background request waits for a token to refill.
+    waiting = asyncio.create_task(background.request("GET", "/version"))
+    await settle()
+    assert not waiting.done()
+    clock.advance(0.5)
+    await settle()
+    assert (await waiting).status == 200
     # One connection pool: a reload of the main transport is what the sibling uses too.
     await main.reload(main.config.with_client_certificate(b"cert", b"key"))
-    assert (await events.request("GET", "/version")).status == 200
+    clock.advance(0.5)
+    assert (await background.request("GET", "/version")).status == 200
     assert list(built) == ["old", "new"]
-    assert len(built["old"].calls) == 3
+    assert len(built["old"].calls) == 2
     assert len(built["new"].calls) == 1
     # Closing the sibling leaves the shared connections to their owner.
-    await events.close()
+    await background.close()
+    clock.advance(0.5)
     assert (await main.request("GET", "/version")).status == 200
     assert len(built["new"].calls) == 2
     await main.close()
+
+
+async def test_background_takes_only_spare_tokens() -> None:
+    """A reservation made while a background caller waits is served first: the background
+    caller gets a token only once nobody is owed one."""
+    clock = FakeClock()
+    bucket = TokenBucket(10.0, 1, clock=clock)
+    assert bucket.try_take()
+    spare = asyncio.create_task(bucket.wait_spare())
+    await settle()
+    assert bucket.reserve() == pytest.approx(0.1)  # a foreground request, in debt
+    clock.advance(0.1)
+    await settle()
+    assert not spare.done()  # the refilled token was the foreground request's
+    clock.advance(0.1)
+    await settle()
+    assert spare.done()
+
+
+async def settle() -> None:
+    """Let the tasks woken so far run (no time passes on the fake clock)."""
+    for _ in range(20):
+        await asyncio.sleep(0)
 
 
 async def test_token_bucket_burst_then_rate() -> None:
