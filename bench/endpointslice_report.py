@@ -25,7 +25,6 @@ import os
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ from .agent_latency import (
     CLUSTER,
     ES,
     WORKS,
+    OurAgent,
     _delta,
     _per,
     _requests,
@@ -148,16 +148,8 @@ async def run(args: argparse.Namespace) -> JSON:
         emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
         emulator_process("member", CLUSTER, directory, client_user=AGENT_USER) as member,
     ):
-        log = (directory / "agent.log").open("wb")
-        agent = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "agent",
-            f"--karmada-kubeconfig={cp.client_kubeconfig}",
-            f"--kubeconfig={member.client_kubeconfig}",
-            f"--cluster-name={CLUSTER}", "--leader-elect=false",
-            "--metrics-bind-address=0", "--health-probe-bind-address=0",
-            *args.agent_arg,
-            stdout=log, stderr=log,
-        )  # fmt: skip
+        agent = OurAgent(args.agent_arg)
+        pid = await agent.start(cp, member, directory)
         cp_admin = KubeClient(
             Transport((await load_kubeconfig(str(cp.admin_kubeconfig))).with_rate_limits(0, 0))
         )
@@ -184,12 +176,12 @@ async def run(args: argparse.Namespace) -> JSON:
                     for i in range(args.slices)
                 ],
             )
-            await wait_until(_settled_factory(agent.pid), 120, "agent idle")
-            rss_before = rss_mib(agent.pid)
+            await wait_until(_settled_factory(pid), 120, "agent idle")
+            rss_before = rss_mib(pid)
 
             watcher = asyncio.create_task(_watch_reports(cp_admin, seen))
             before = {side: await _requests(emu) for side, emu in sides.items()}
-            cpu_before = cpu_seconds(agent.pid)
+            cpu_before = cpu_seconds(pid)
             started = time.monotonic()
             for start in range(0, len(exported), EXPORTS_PER_WORK):
                 batch = exported[start : start + EXPORTS_PER_WORK]
@@ -205,20 +197,20 @@ async def run(args: argparse.Namespace) -> JSON:
 
             await wait_until(all_reported, 600, "every exported slice reported")
             initial_seconds = time.monotonic() - started
-            await wait_until(_settled_factory(agent.pid), 120, "agent idle after the export")
-            initial_cpu = cpu_seconds(agent.pid) - cpu_before
+            await wait_until(_settled_factory(pid), 120, "agent idle after the export")
+            initial_cpu = cpu_seconds(pid) - cpu_before
             initial_requests = {
                 side: _per(_delta(await _requests(emu), before[side]), total_slices)
                 for side, emu in sides.items()
             }
-            rss_exported = rss_mib(agent.pid)
+            rss_exported = rss_mib(pid)
 
             # Churn: each change rewrites one slice with the next version marker.
             rng = random.Random(7)
             versions: dict[str, int] = {}
             changed_at: dict[tuple[str, int], float] = {}
             before = {side: await _requests(emu) for side, emu in sides.items()}
-            cpu_before = cpu_seconds(agent.pid)
+            cpu_before = cpu_seconds(pid)
             changes = int(args.churn_rate * args.churn_seconds)
             churn_started = time.monotonic()
             for n in range(changes):
@@ -240,8 +232,8 @@ async def run(args: argparse.Namespace) -> JSON:
                 return all(seen.get(name, (0, 0.0))[0] >= v for name, v in versions.items())
 
             await wait_until(churn_reported, 300, "every change reported")
-            churn_cpu = cpu_seconds(agent.pid) - cpu_before
-            await wait_until(_settled_factory(agent.pid), 120, "agent idle after the churn")
+            churn_cpu = cpu_seconds(pid) - cpu_before
+            await wait_until(_settled_factory(pid), 120, "agent idle after the churn")
             churn_requests = {
                 side: _per(_delta(await _requests(emu), before[side]), changes)
                 for side, emu in sides.items()
@@ -251,15 +243,13 @@ async def run(args: argparse.Namespace) -> JSON:
             delays = sorted(
                 seen[name][1] - changed_at[(name, version)] for name, version in versions.items()
             )
-            rss_after = rss_mib(agent.pid)
+            rss_after = rss_mib(pid)
         finally:
             if watcher is not None:
                 watcher.cancel()
-            agent.terminate()
-            await agent.wait()
+            await agent.stop()
             for client in (cp_admin, member_admin):
                 await client.close()
-            log.close()
     return {
         "agent_args": " ".join(args.agent_arg),
         "exported_services": args.services,
