@@ -297,6 +297,11 @@ class AgentProcess:
             sys.executable, "-m", "agent", *self.args, stdout=self._log, stderr=self._log
         )
 
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
     def kill(self) -> None:
         self.check_alive()
         assert self.process is not None
