@@ -84,7 +84,7 @@ class GarbageCollector:
             if "foregroundDeletion" in fins:
                 self._foreground(gr, ev.obj)
         if meta.get("ownerReferences") and ev.type in ("ADDED", "MODIFIED"):
-            self._check_dangling(gr, ev.obj)
+            self._attempt_to_delete(gr, ev.obj)
 
     def _rt(self, gr: GR) -> ResourceType | None:
         for rt in self.registry.all():
@@ -95,48 +95,70 @@ class GarbageCollector:
     def _current(self, key: Key) -> JSON | None:
         return self.storage.get(*key)
 
-    def _owner_exists(self, ref: JSON, namespace: str) -> bool | None:
-        """True/False when the owner can be resolved; None when its kind is unknown."""
+    def _owner_state(self, ref: JSON, dependent_namespace: str) -> str | None:
+        """How kube's garbage collector classifies an owner reference: "solid" (the owner
+        exists), "waiting" (it exists and is being deleted in the foreground), "dangling" (no
+        object of that name and uid) or "invalid" (a cluster-scoped dependent naming a
+        namespaced owner); None when the owner's kind is unknown (kube retries the lookup)."""
         rt = self.registry.by_api_version_kind(ref.get("apiVersion", ""), ref.get("kind", ""))
         if rt is None:
             group = ref.get("apiVersion", "").rpartition("/")[0]
             rt = self.registry.by_kind(group, ref.get("kind", ""))
         if rt is None:
             return None
+        if rt.namespaced and not dependent_namespace:
+            return "invalid"
         owner = self.storage.get(
-            rt.group_resource, namespace if rt.namespaced else "", ref.get("name", "")
+            rt.group_resource, dependent_namespace if rt.namespaced else "", ref.get("name", "")
         )
-        return owner is not None and owner["metadata"].get("uid") == ref.get("uid")
+        if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+            return "dangling"
+        meta = owner["metadata"]
+        if meta.get("deletionTimestamp") and "foregroundDeletion" in (meta.get("finalizers") or []):
+            return "waiting"
+        return "solid"
 
     def _owner_gone(self, uid: str) -> None:
         for key in list(self._dependents.pop(uid, set())):
             obj = self._current(key)
             if obj is not None:
-                self._check_dangling(key[0], obj)
+                self._attempt_to_delete(key[0], obj)
 
-    def _check_dangling(self, gr: GR, obj: JSON) -> None:
+    def _attempt_to_delete(self, gr: GR, obj: JSON) -> None:
+        """kube-controller-manager's attemptToDeleteItem for one dependent: references to owners
+        that are gone (or waiting for their dependents) are dropped while another owner
+        exists; without one, the dependent is deleted, in the foreground when an owner waits
+        for it and it has dependents of its own, else as its own finalizers ask (orphan,
+        foregroundDeletion), else in the background."""
         meta = obj["metadata"]
         if meta.get("deletionTimestamp"):
             return
         refs = meta.get("ownerReferences") or []
         ns = meta.get("namespace", "")
-        states = [(ref, self._owner_exists(ref, ns)) for ref in refs]
-        if any(state is None for _, state in states):
+        states = [(ref, self._owner_state(ref, ns)) for ref in refs]
+        if any(state is None or state == "invalid" for _, state in states):
             return
-        alive = [ref for ref, state in states if state]
-        if len(alive) == len(refs):
+        solid = [ref for ref, state in states if state == "solid"]
+        if len(solid) == len(refs):
             return
         rt = self._rt(gr)
         if rt is None:
             return
-        if alive:
+        if solid:
             new = _copy_meta(obj)
-            new["metadata"]["ownerReferences"] = alive
+            new["metadata"]["ownerReferences"] = solid
             self._write(rt, new)
             return
-        # Every owner is gone: delete, propagating as the owner asked (foreground when any
-        # ref blocks its owner, which is how kube's GC picks the policy for dependents).
-        policy = "Foreground" if any(r.get("blockOwnerDeletion") for r in refs) else "Background"
+        finalizers = meta.get("finalizers") or []
+        waiting = any(state == "waiting" for _, state in states)
+        if waiting and self._dependents.get(meta.get("uid", "")):
+            policy = "Foreground"
+        elif "orphan" in finalizers:
+            policy = "Orphan"
+        elif "foregroundDeletion" in finalizers:
+            policy = "Foreground"
+        else:
+            policy = "Background"
         self.handlers.deletes.delete_one(rt, ns, meta["name"], {"propagationPolicy": policy})
 
     def _write(self, rt: ResourceType, new: JSON) -> None:
@@ -166,12 +188,8 @@ class GarbageCollector:
         uid = owner["metadata"]["uid"]
         for key in list(self._dependents.get(uid, set())):
             dep = self._current(key)
-            rt = self._rt(key[0])
-            if dep is None or rt is None or dep["metadata"].get("deletionTimestamp"):
-                continue
-            self.handlers.deletes.delete_one(
-                rt, key[1], key[2], {"propagationPolicy": "Foreground"}
-            )
+            if dep is not None:
+                self._attempt_to_delete(key[0], dep)
         self._foreground_recheck_owner(gr, owner)
 
     def _foreground_recheck(self, dependent: JSON) -> None:
