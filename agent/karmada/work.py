@@ -159,27 +159,45 @@ def _ordinals_text(ordinals: list[int]) -> str:
     return f"{', '.join(head)} and {last}"
 
 
-def deduplicate(manifests: list[Manifest]) -> Deduplicated:
-    """Group manifests naming the same object (group, kind, namespace, name)."""
-    groups: dict[tuple[str, str, str, str], list[Manifest]] = {}
+def _without_namespace(obj: Obj) -> Obj:
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "namespace"}
+    return {**obj, "metadata": metadata}
+
+
+def deduplicate(
+    manifests: list[Manifest], cluster_scoped: frozenset[int] | set[int] = frozenset()
+) -> Deduplicated:
+    """Group manifests naming the same object (group, kind, namespace, name). The manifests
+    whose ordinals are in `cluster_scoped` are of cluster-scoped kinds: their
+    metadata.namespace names nothing (the API server ignores it), so it is left out of both the
+    key and the comparison of content."""
+    groups: dict[tuple[str, str, str, str], list[tuple[Manifest, Obj]]] = {}
     for manifest in manifests:
-        key = (manifest.group, manifest.kind, manifest.namespace, manifest.name)
-        groups.setdefault(key, []).append(manifest)
+        scoped = manifest.ordinal not in cluster_scoped
+        namespace = manifest.namespace if scoped else ""
+        content = manifest.obj if scoped else _without_namespace(manifest.obj)
+        key = (manifest.group, manifest.kind, namespace, manifest.name)
+        groups.setdefault(key, []).append((manifest, content))
     unique: list[Manifest] = []
     copies: dict[int, int] = {}
     conflicts: list[tuple[list[int], str]] = []
     for group in groups.values():
-        first = group[0]
-        if all(m.obj == first.obj for m in group[1:]):
+        first, content = group[0]
+        if all(other == content for _, other in group[1:]):
             unique.append(first)
-            copies.update({m.ordinal: first.ordinal for m in group[1:]})
+            copies.update({m.ordinal: first.ordinal for m, _ in group[1:]})
             continue
-        ordinals = [m.ordinal for m in group]
+        ordinals = [m.ordinal for m, _ in group]
+        described = (
+            first.description
+            if first.ordinal not in cluster_scoped
+            else (f"{first.kind} {first.name}")
+        )
         conflicts.append(
             (
                 ordinals,
                 f"manifests {_ordinals_text(ordinals)} describe the same object "
-                f"{first.description} with different content; none of them is applied",
+                f"{described} with different content; none of them is applied",
             )
         )
     return Deduplicated(sorted(unique, key=lambda m: m.ordinal), copies, conflicts)

@@ -89,7 +89,7 @@ class Applier:
                 outcome.errors.append((ordinal, str(item)))
             else:
                 manifests.append(item)
-        grouped = deduplicate(manifests)
+        grouped = deduplicate(manifests, await self._cluster_scoped(manifests))
         for ordinals, message in grouped.conflicts:
             outcome.errors.append((ordinals[0], message))
         copies_of: dict[int, list[Manifest]] = {}
@@ -153,6 +153,20 @@ class Applier:
                 self._observe(result, time.monotonic() - started)
         self.writes.remember(name, outcome.applied)
         return outcome
+
+    async def _cluster_scoped(self, manifests: list[Manifest]) -> set[int]:
+        """The ordinals of the manifests whose kind the member serves cluster-scoped, so that
+        duplicates are told apart by the scope the member gives them. (A kind not known yet,
+        e.g. of a CRD in the same Work, keeps the namespace as written.)"""
+        out = set()
+        for manifest in manifests:
+            with contextlib.suppress(KubeError):
+                info = await self.ctx.member_mapper.resource_for(
+                    manifest.api_version, manifest.kind
+                )
+                if not info.namespaced:
+                    out.add(manifest.ordinal)
+        return out
 
     async def _apply_one(self, work: JsonDict, manifest: Manifest) -> tuple[ObjectKey, JsonDict]:
         """Apply one manifest; its member key and the object as the apply returned it."""

@@ -162,3 +162,34 @@ def test_deduplicate_applies_identical_once_and_refuses_differing() -> None:
             "content; none of them is applied",
         )
     ]
+
+
+def test_deduplicate_keys_cluster_scoped_kinds_without_their_namespace() -> None:
+    """A stray metadata.namespace on a cluster-scoped object names nothing: two copies of one
+    ClusterRole are the same object whatever namespace each says."""
+    from agent.karmada.work import deduplicate, parse_manifest
+
+    def role(verbs: list[str], **meta: str) -> dict[str, object]:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "dupcr", **meta},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        }
+
+    differing = [parse_manifest(0, role(["get"])), parse_manifest(1, role(["list"], namespace="x"))]
+    grouped = deduplicate(differing, {0, 1})
+    assert grouped.unique == []
+    assert grouped.conflicts == [
+        (
+            [0, 1],
+            "manifests 0 and 1 describe the same object ClusterRole dupcr with different "
+            "content; none of them is applied",
+        )
+    ]
+    same = [parse_manifest(0, role(["get"])), parse_manifest(1, role(["get"], namespace="x"))]
+    grouped = deduplicate(same, {0, 1})
+    assert [m.ordinal for m in grouped.unique] == [0]
+    assert grouped.copies == {1: 0}
+    # Scope unknown (not given): the namespaces as written tell them apart.
+    assert len(deduplicate(differing).unique) == 2

@@ -122,6 +122,31 @@ async def test_conflicting_duplicates_are_refused_without_writing() -> None:
         assert await settled_patches(pair) == settled + 1
 
 
+async def test_a_cluster_scoped_duplicate_with_a_stray_namespace_is_refused() -> None:
+    """Two copies of one ClusterRole, the second with a metadata.namespace and other rules, are
+    one object: refused as conflicting duplicates, nothing applied, nothing looping."""
+
+    def role(verbs: list[str], **meta: str) -> JsonDict:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRole",
+            "metadata": {"name": "dupcr", **meta},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": verbs}],
+        }
+
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(
+            karmada_work("dupcr", [role(["get"]), role(["get", "list"], namespace="whatever")])
+        )
+        failed = await pair.wait_work("dupcr", APPLIED_FAILED, "Applied=False")
+        assert "manifests 0 and 1 describe the same object ClusterRole dupcr" in (
+            applied_message(failed)
+        )
+        await pair.idle(pair.execution)
+        assert pair.member.accounting.counts(verb="patch", resource="clusterroles") == 0
+
+
 async def _absent(pair: Any, name: str) -> bool:
     return bool(pair.ctx.sources.member_objects.known_absent(CONFIGMAPS, "default", name))
 
