@@ -159,6 +159,19 @@ class AgentMetrics:
             "leaving their member objects in place.",
             registry=registry,
         )
+        # Objects something on the member keeps undoing (agent.controllers.execution.contention).
+        self.contested_objects = Gauge(
+            "karmada_agent_contested_objects",
+            "Member objects that something keeps undoing (deleting or changing back) faster "
+            "than a person would, re-applied with backoff instead of at once.",
+            registry=registry,
+        )
+        self.object_contests = Counter(
+            "karmada_agent_object_contests",
+            "Times a member object became contested (undone again and again), since the agent "
+            "started.",
+            registry=registry,
+        )
         info = build_info()
         # Upstream's labels (pkg/metrics/version.go); go_version stays empty, python_version is
         # added.

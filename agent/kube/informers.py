@@ -20,7 +20,7 @@ from typing import Any
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.reflector import HandlerFuncs, Reflector
-from agent.kube.store import drop_managed_fields
+from agent.kube.store import drop_managed_fields, writers_only
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -36,12 +36,16 @@ def name_only(obj: JsonDict) -> JsonDict:
     return {"metadata": {k: meta[k] for k in keep if k in meta}}
 
 
-def typed_transform(api_version: str, kind: str) -> Callable[[JsonDict], JsonDict]:
-    """Drop managedFields, and fill apiVersion and kind: the items of a list of built-in types
-    come without them (only watch events carry them), and health and status rules need them."""
+def typed_transform(
+    api_version: str, kind: str, *, keep_writers: bool = False
+) -> Callable[[JsonDict], JsonDict]:
+    """Drop managedFields (or, with `keep_writers`, keep only who wrote and when), and fill
+    apiVersion and kind: the items of a list of built-in types come without them (only watch
+    events carry them), and health and status rules need them."""
+    managed_fields = writers_only if keep_writers else drop_managed_fields
 
     def transform(obj: JsonDict) -> JsonDict:
-        obj = drop_managed_fields(obj)
+        obj = managed_fields(obj)
         if obj.get("apiVersion") and (obj.get("kind") or not kind):
             return obj
         filled = {**obj, "apiVersion": obj.get("apiVersion") or api_version}
@@ -105,8 +109,10 @@ class SelectedObjects:
         others_selector: str | None,
         sync_timeout: float,
         description: str = "objects",
+        keep_writers: bool = False,
     ) -> None:
         self.client = client
+        self.keep_writers = keep_writers
         self.label_selector = label_selector
         self.others_selector = others_selector
         self.sync_timeout = sync_timeout
@@ -144,7 +150,7 @@ class SelectedObjects:
             self.client,
             gvr,
             label_selector=self.label_selector,
-            transform=typed_transform(gvr.api_version, kind),
+            transform=typed_transform(gvr.api_version, kind, keep_writers=self.keep_writers),
             name=f"{self.description} {gvr}",
         )
         reflector.add_handler(

@@ -41,6 +41,23 @@ def drop_managed_fields(obj: JsonDict) -> JsonDict:
     return obj
 
 
+_WRITER_KEYS = ("manager", "operation", "subresource", "time")
+
+
+def writers_only(obj: JsonDict) -> JsonDict:
+    """managedFields cut down to who wrote and when (their field sets are the large part): what
+    a controller needs to say who changed an object."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    writers = [
+        {k: entry[k] for k in _WRITER_KEYS if k in entry}
+        for entry in meta.get("managedFields") or []
+        if isinstance(entry, dict)
+    ]
+    return {**obj, "metadata": {**meta, "managedFields": writers}}
+
+
 class Store:
     """key -> object, plus named indexes (index name -> index value -> keys)."""
 

@@ -3,8 +3,9 @@
 Only objects labelled `karmada.io/managed=true` are cached whole, so memory grows with what
 Karmada put on the member, not with the member's size (upstream's informers cache every object
 of a type); of every other object only the name is kept, so an apply needs no GET to know it
-would not take over someone else's object. The mechanism is agent.kube.informers; this module
-holds Karmada's choice of selectors.
+would not take over someone else's object. Of managedFields only who wrote and when is kept:
+enough to say who keeps changing an object back. The mechanism is agent.kube.informers; this
+module holds Karmada's choice of selectors.
 """
 
 from __future__ import annotations
@@ -30,4 +31,5 @@ class MemberObjects(SelectedObjects):
             others_selector=OTHERS_SELECTOR,
             sync_timeout=options.cluster_cache_sync_timeout.total_seconds(),
             description="member objects",
+            keep_writers=True,
         )

@@ -36,7 +36,8 @@ from agent.kube.client import GVR
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
 from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundError
 
-from .drift import ObjectKey, OwnWrites
+from .contention import Contention, Contest, undo_cause
+from .drift import ObjectKey, OwnWrites, Recorded
 from .ownership import OtherWorkError, Ownership, OwnershipError
 
 JsonDict = dict[str, Any]
@@ -46,6 +47,22 @@ CRD_GROUP_KIND = ("apiextensions.k8s.io", "CustomResourceDefinition")
 # Answers that refuse the object as written (bad request, too large, invalid): retrying the same
 # content cannot help; a change of the Work enqueues it again.
 REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
+# Attempts in one reconcile at an object that is undone while each apply is in flight (each
+# one a round of contention.py, which stops them sooner when they come fast).
+UNDONE_ATTEMPTS = 5
+
+
+class ContestedError(Exception):
+    """Something on the member keeps undoing the object: it waits for its backoff."""
+
+    def __init__(self, key: ObjectKey, contest: Contest) -> None:
+        super().__init__(contest.message())
+        self.key = key
+        self.contest = contest
+
+
+class UndoneError(KubeError):
+    """The object was undone while each apply of this reconcile was in flight."""
 
 
 @dataclass
@@ -59,6 +76,20 @@ class Outcome:
     statuses: dict[int, JsonDict] = field(default_factory=dict)
     # Why a customization could not interpret a manifest's health, by ordinal.
     health_problems: dict[int, str] = field(default_factory=dict)
+    # Objects something keeps undoing (contention.py), and when to look at them again.
+    contests: list[Contest] = field(default_factory=list)
+    requeue_after: float | None = None
+
+    @property
+    def only_contested(self) -> bool:
+        """Every failure is an object re-applied with backoff (nothing to retry sooner)."""
+        return bool(self.contests) and len(self.errors) == len(self.contests)
+
+    def contested(self, ordinal: int, label: str, contest: Contest, retry_in: float) -> None:
+        self.errors.append((ordinal, f"{label}: {contest.message()}"))
+        self.contests.append(contest)
+        if self.requeue_after is None or retry_in < self.requeue_after:
+            self.requeue_after = retry_in
 
     def messages(self) -> list[str]:
         return [message for _, message in sorted(self.errors)]
@@ -71,12 +102,14 @@ class Applier:
         writes: OwnWrites,
         ownership: Ownership,
         statuses: ManifestStatuses,
+        contention: Contention,
         log: Any,
     ) -> None:
         self.ctx = ctx
         self.writes = writes
         self.ownership = ownership
         self.statuses = statuses
+        self.contention = contention
         self.log = log
 
     async def apply_all(self, work: JsonDict, wlog: Any) -> Outcome:
@@ -101,7 +134,7 @@ class Applier:
             started = time.monotonic()
             result = "error"
             try:
-                key, live = await self._apply_one(work, manifest)
+                key, live, contest = await self._apply_one(work, manifest)
                 outcome.applied.add(key)
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
                     with contextlib.suppress(ReflectError):
@@ -110,11 +143,20 @@ class Applier:
                         outcome.statuses[applied.ordinal] = entry
                         if problem is not None:
                             outcome.health_problems[applied.ordinal] = problem
-                    outcome.succeeded += 1
+                    if contest is None:
+                        outcome.succeeded += 1
+                if contest is not None:
+                    # Applied, but not for long so far: reported until it stays.
+                    settled = self.contention.until_settled(contest)
+                    outcome.contested(manifest.ordinal, manifest.label, contest, settled)
                 result = "success"
                 if (manifest.group, manifest.kind) == CRD_GROUP_KIND:
                     # Objects of this CRD may follow in the same Work: re-read discovery.
                     self.ctx.member_mapper.invalidate()
+            except ContestedError as exc:
+                outcome.applied.add(exc.key)  # still ours: its drift is watched
+                retry_in = self.contention.wait(exc.contest)
+                outcome.contested(manifest.ordinal, manifest.label, exc.contest, retry_in)
             except ManifestError as exc:
                 outcome.errors.append((manifest.ordinal, str(exc)))
             except InvalidNameError as exc:
@@ -168,8 +210,12 @@ class Applier:
                     out.add(manifest.ordinal)
         return out
 
-    async def _apply_one(self, work: JsonDict, manifest: Manifest) -> tuple[ObjectKey, JsonDict]:
-        """Apply one manifest; its member key and the object as the apply returned it."""
+    async def _apply_one(
+        self, work: JsonDict, manifest: Manifest
+    ) -> tuple[ObjectKey, JsonDict, Contest | None]:
+        """Apply one manifest; its member key, the object as the apply returned it, and the
+        contest when something keeps undoing it (contention.py). Raises ContestedError while
+        the object waits for its backoff."""
         # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
         # server's): the member is where the object is created and the authority on what it
         # serves, and a CRD applied earlier in the same Work exists only there.
@@ -178,6 +224,31 @@ class Applier:
         gvr = info.gvr
         self.ctx.sources.member_objects.ensure(gvr, info.kind)
         key: ObjectKey = (gvr, namespace, manifest.name)
+        meta = work.get("metadata") or {}
+        work_name, generation = str(meta.get("name")), meta.get("generation")
+        contest = self.contention.contest(key, generation)
+        if contest is not None and self.contention.wait(contest) > 0:
+            raise ContestedError(key, contest)
+        for _ in range(UNDONE_ATTEMPTS):
+            applied, recorded = await self._write(work, manifest, info, key)
+            self.ownership.taken_from(recorded.previous_writer)
+            if recorded.undone is None:
+                self.contention.applied(key)
+                return key, applied, self.contention.contest(key, generation)
+            # Undone before its answer was even recorded: at once again, unless that is a
+            # fight already.
+            event_type, obj = recorded.undone
+            cause = undo_cause(event_type, obj, FIELD_MANAGER)
+            if self.contention.undone(key, work_name, generation, cause) > 0:
+                contest = self.contention.contest(key, generation)
+                assert contest is not None
+                raise ContestedError(key, contest)
+        raise UndoneError(f"{manifest.label}: {cause} right after each apply")
+
+    async def _write(
+        self, work: JsonDict, manifest: Manifest, info: ResourceInfo, key: ObjectKey
+    ) -> tuple[JsonDict, Recorded]:
+        gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
         self.ownership.check(work, manifest, key, live)
         desired = desired_object(manifest, work, live=live)
@@ -188,17 +259,17 @@ class Applier:
             desired = await self.ctx.sources.interpreter.retain(desired, observed)
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
-        applied = await self.ctx.member.apply(
-            gvr,
-            desired,
-            field_manager=FIELD_MANAGER,
-            force=True,
-            namespace=namespace or None,
-            take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
-        )
         work_name = str((work.get("metadata") or {}).get("name"))
-        self.ownership.taken_from(self.writes.record(key, work_name, applied))
-        return key, applied
+        with self.writes.in_flight(key):
+            applied = await self.ctx.member.apply(
+                gvr,
+                desired,
+                field_manager=FIELD_MANAGER,
+                force=True,
+                namespace=namespace or None,
+                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+            )
+            return applied, self.writes.record(key, work_name, applied)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when

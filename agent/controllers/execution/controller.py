@@ -38,7 +38,8 @@ from agent.kube.reflector import HandlerFuncs
 from agent.sources.cluster import ClusterWatch
 from agent.sources.work_records import save_quietly
 
-from .apply import Applier
+from .apply import FIELD_MANAGER, Applier, Outcome
+from .contention import EVENT_REAPPLY_THROTTLED, Contention, undo_cause
 from .deletion import Deletion
 from .drift import OwnWrites, object_key
 from .ownership import Ownership
@@ -60,7 +61,10 @@ class ExecutionController(WorkController):
         self.statuses = ManifestStatuses(ctx.sources.interpreter, ctx.events)
         self.writes = OwnWrites()
         self.ownership = Ownership(self.works, self.writes, self.queue.add)
-        self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.log)
+        self.contention = Contention(metrics=ctx.metrics)
+        self.applier = Applier(
+            ctx, self.writes, self.ownership, self.statuses, self.contention, self.log
+        )
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget, self.log)
         self.guard = self.deletion.guard
         self._unsubscribe_ready: Callable[[], None] | None = None
@@ -114,14 +118,23 @@ class ExecutionController(WorkController):
             return
         if not self.writes.is_drift(event_type, key, obj):
             return
+        work = self.works.get(ref[1])
+        generation = ((work or {}).get("metadata") or {}).get("generation")
+        delay = self.contention.undone(
+            key, ref[1], generation, undo_cause(event_type, obj, FIELD_MANAGER)
+        )
         self.log.info(
             "member object changed out of band; reconciling its Work",
             work=f"{ref[0]}/{ref[1]}",
             change=event_type,
             resource=str(gvr),
             object=f"{key[1]}/{key[2]}" if key[1] else key[2],
+            **({"backoff": delay} if delay else {}),
         )
-        self.queue.add(ref[1])
+        if delay:
+            self.queue.add_after(ref[1], delay)
+        else:
+            self.queue.add(ref[1])
 
     # --- reconcile -----------------------------------------------------------------------------
 
@@ -185,6 +198,11 @@ class ExecutionController(WorkController):
                 f"Work {self.namespace}/{name} synced to cluster {self.ctx.cluster_name}.",
             )
             return None
+        self._report_contests(work, outcome)
+        if outcome.only_contested:
+            # Each contested object is looked at again when its backoff ends (or its contest
+            # would be over): no retry sooner, and its one Warning Event says why.
+            return Result(requeue_after=outcome.requeue_after)
         failure = (
             f"Work {self.namespace}/{name} not fully synced to cluster "
             f"{self.ctx.cluster_name}: {message}"
@@ -197,8 +215,23 @@ class ExecutionController(WorkController):
         # change of the Work enqueues it again.
         raise TerminalError(failure)
 
+    def _report_contests(self, work: JsonDict, outcome: Outcome) -> None:
+        """One Warning Event per contest, when it starts."""
+        for contest in outcome.contests:
+            if contest.reported:
+                continue
+            contest.reported = True
+            message = next(m for _, m in outcome.errors if m.endswith(contest.message()))
+            self.ctx.events.record(work, "Warning", EVENT_REAPPLY_THROTTLED, message)
+            self.log.warning(
+                "member object keeps being undone; re-applied with backoff",
+                work=f"{self.namespace}/{contest.work}",
+                problem=message,
+            )
+
     def _forget(self, work_name: str) -> None:
         """The Work is gone or its deletion done: drop what this process kept about it."""
+        self.contention.forget_work(work_name)
         self.guard.release(work_name)
         self.ownership.unblock(work_name)
         for key in self.writes.forget(work_name):

@@ -7,11 +7,20 @@ Work goes back through reconcile, which puts it back. Applying identical content
 the resourceVersion, so a re-apply does not feed itself, and a write of ours is never taken for
 drift, whichever manifest or Work made it. A change of status or write bookkeeping only (every
 rollout step) is not drift either.
+
+The watch and the answer to an apply race: the watch may bring our own write, and whatever
+undid it, before the apply's answer is recorded. So the events of an object that arrive while
+an apply of it is in flight are kept, and judged once the answer is known (`record`): the
+deletion of the very object the apply returned (same uid), or a change after our write that is
+not ours, means the write was undone at once (`Recorded.undone`); anything before it is what our
+write replaced.
 """
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +34,10 @@ ObjectKey = tuple[GVR, str, str]
 # resourceVersions remembered per object as our own writes (a reconcile writes an object once;
 # a few more cover takeovers between Works whose watch events arrive late).
 OWN_WRITES_KEPT = 8
+
+
+# A watch event: (type, object).
+WatchEvent = tuple[str, JsonDict]
 
 
 def object_key(gvr: GVR, obj: JsonDict) -> ObjectKey:
@@ -42,6 +55,16 @@ class _Written:
     writer: str
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """What recording an apply's answer found: the Work that wrote the object before, when
+    another one (the object changed hands); and the watch event that undid the write already
+    (the object deleted, or changed by someone else), if any."""
+
+    previous_writer: str | None
+    undone: WatchEvent | None = None
+
+
 class OwnWrites:
     """Our writes per member object, and the objects each Work applied (its current manifests
     only)."""
@@ -49,11 +72,28 @@ class OwnWrites:
     def __init__(self) -> None:
         self._written: dict[ObjectKey, _Written] = {}
         self._objects_of: dict[str, set[ObjectKey]] = {}
+        # Events of objects with an apply in flight, one list per apply.
+        self._flights: dict[ObjectKey, list[list[WatchEvent]]] = {}
 
-    def record(self, key: ObjectKey, work_name: str, applied: JsonDict) -> str | None:
-        """Remember what `work_name`'s apply returned; returns the Work that wrote the object
-        before, when that was another one (the object changed hands)."""
-        version = str((applied.get("metadata") or {}).get("resourceVersion") or "")
+    @contextmanager
+    def in_flight(self, key: ObjectKey) -> Iterator[None]:
+        """Around an apply of `key` and the `record` of its answer: the object's watch events
+        meanwhile are kept for `record` to judge."""
+        events: list[WatchEvent] = []
+        self._flights.setdefault(key, []).append(events)
+        try:
+            yield
+        finally:
+            flights = self._flights.get(key, [])
+            if events in flights:
+                flights.remove(events)
+            if not flights:
+                self._flights.pop(key, None)
+
+    def record(self, key: ObjectKey, work_name: str, applied: JsonDict) -> Recorded:
+        """Remember what `work_name`'s apply returned (inside `in_flight(key)`)."""
+        meta = applied.get("metadata") or {}
+        version = str(meta.get("resourceVersion") or "")
         written = self._written.get(key)
         if written is None:
             written = _Written(deque(maxlen=OWN_WRITES_KEPT), {}, work_name)
@@ -62,7 +102,33 @@ class OwnWrites:
         written.versions.append(version)
         written.content = without_status(applied)
         written.writer = work_name
-        return previous if previous != work_name else None
+        flights = self._flights.get(key) or [[]]
+        undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
+        return Recorded(previous if previous != work_name else None, undone)
+
+    def _undone(
+        self, written: _Written, version: str, uid: str, events: list[WatchEvent]
+    ) -> WatchEvent | None:
+        """The first event, among those seen while the apply was in flight, that undid the
+        write. Watch events come in resourceVersion order: those before our own write's event
+        (or all of them, when it has not come yet) are older than our write, except a
+        deletion of the object the apply returned, which can only follow it."""
+        ours_seen = False
+        for event_type, obj in events:
+            meta = obj.get("metadata") or {}
+            if str(meta.get("uid") or "") != uid:
+                continue  # another incarnation of the name, before ours
+            if event_type == "DELETED":
+                return event_type, obj
+            resource_version = str(meta.get("resourceVersion") or "")
+            if resource_version == version:
+                ours_seen = True
+            elif ours_seen and resource_version not in written.versions:
+                if without_status(obj) == written.content:
+                    written.versions.append(resource_version)
+                else:
+                    return event_type, obj
+        return None
 
     def writer(self, key: ObjectKey) -> str | None:
         """The Work whose reconcile last applied the object."""
@@ -100,7 +166,13 @@ class OwnWrites:
     def is_drift(self, event_type: str, key: ObjectKey, obj: JsonDict) -> bool:
         """Whether a watch event of a member object is a change to put back: the object was
         deleted, or changed to something none of our writes returned. Objects this process has
-        not applied are left to their Work's own reconcile."""
+        not applied are left to their Work's own reconcile; and while an apply of the object is
+        in flight, its answer decides (`record`)."""
+        flights = self._flights.get(key)
+        if flights:
+            for events in flights:
+                events.append((event_type, obj))
+            return False
         written = self._written.get(key)
         if written is None:
             return False

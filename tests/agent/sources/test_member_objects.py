@@ -39,7 +39,12 @@ async def test_caches_only_managed_objects_and_reports_changes() -> None:
             assert cached is not None
             # Filled in although list items of built-in types come without them.
             assert (cached["apiVersion"], cached["kind"]) == ("v1", "ConfigMap")
-            assert "managedFields" not in cached["metadata"]
+            # Of managedFields, who wrote and when; never the field sets.
+            writers = cached["metadata"]["managedFields"]
+            assert writers
+            assert all("fieldsV1" not in entry for entry in writers)
+            # The writer: the manager a client without a field manager gets (its user agent).
+            assert {entry["manager"] for entry in writers} == {"karmada-agent"}
             assert objects.get(CONFIGMAPS, "default", "unmanaged") == (None, True)
             assert [o["metadata"]["name"] for o in objects.list(CONFIGMAPS)] == ["before"]
             assert ("ADDED", "before") in seen

@@ -3,6 +3,7 @@ agent's own writes are never taken for drift."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from agent.karmada import names
@@ -106,3 +107,48 @@ async def test_own_writes_of_two_manifests_are_not_drift() -> None:
         # Work a no longer owns the object: b took it over, and a is not re-applied for it.
         assert await settled_patches(pair) == settled + 1
         assert (await pair.get_member(CONFIGMAPS, "shared"))["data"] == {"v": "b"}
+
+
+async def test_a_delete_that_arrives_before_the_write_is_recorded_is_not_hidden() -> None:
+    """The member deletes the object right after the apply, and the watch brings the deletion
+    before the agent has recorded its write (ordered here: the apply's answer is held until the
+    agent's own handlers have seen the deletion). The Work must not say Applied=True for an
+    object that is gone: the object is applied again."""
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        # The ConfigMap watch runs already, so the deletion comes as an event.
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", APPLIED_OK)
+        client = pair.member_client
+        apply = client.apply
+        raced: list[str] = []
+
+        async def apply_then_deleted(gvr: Any, body: JsonDict, **kwargs: Any) -> JsonDict:
+            applied = await apply(gvr, body, **kwargs)
+            if body["metadata"]["name"] != "raced" or raced:
+                return applied
+            uid = applied["metadata"]["uid"]
+            raced.append(uid)
+            seen = asyncio.Event()
+
+            def on_event(event_type: str, _gvr: Any, obj: JsonDict) -> None:
+                if event_type == "DELETED" and obj["metadata"].get("uid") == uid:
+                    seen.set()
+
+            # Subscribed after the controller: when this handler runs, its handler has run.
+            unsubscribe = pair.ctx.sources.member_objects.subscribe(on_event)
+            try:
+                await client.delete(CONFIGMAPS, "raced", namespace="default")
+                await asyncio.wait_for(seen.wait(), 10)
+            finally:
+                unsubscribe()
+            return applied
+
+        client.apply = apply_then_deleted  # type: ignore[method-assign]
+        await pair.create_work(karmada_work("raced", [configmap("raced")]))
+        await pair.wait_work("raced", APPLIED_OK)
+        await pair.idle(pair.execution)
+        assert raced, "the apply was not raced"
+        live = await pair.get_member(CONFIGMAPS, "raced")
+        assert live["metadata"]["uid"] != raced[0]
+        assert APPLIED_OK(await pair.get_work("raced"))
