@@ -7,30 +7,55 @@ and workStatus controllers, in one place.
    Applied condition being written or changing is what sends the Work to it (`handed_over`).
 3. From then on the workStatus controller keeps the entries current from the member watches.
 
-Both build an entry the same way (`entry`: the interpreter's reflected status and health) and
-record the same Events for a change of the entries (`record_events`); the rules themselves are
-agent.karmada.manifest_status.
+Both build an entry the same way (`entry`: the interpreter's reflected status and health),
+write the status the same way (`fitted`, `write`) and record the same Events for a change of the
+entries (`record_events`); the rules themselves are agent.karmada.manifest_status.
+
+A status the control plane cannot store (the Work with it larger than etcd takes, 1.5 MiB by
+default) is written cut down: the largest reflected statuses left out first, manifestStatuses
+altogether if need be, the conditions always, with the condition StatusTruncated saying what is
+left out. `fitted` cuts by an estimate before any request; `write` cuts further when the API
+server refuses a write as too large anyway, and when even the conditions are refused, says so
+with a Warning Event (StatusTooLargeError: nothing to retry until the Work changes).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Iterator
 from typing import Any
 
 from agent.events import EventRecorder
 from agent.interpreter import InterpretError
 from agent.karmada import names
+from agent.karmada.conditions import find, set_condition
 from agent.karmada.manifest_status import (
+    CONDITION_STATUS_TRUNCATED,
+    REASON_STATUS_TOO_LARGE,
+    STORED_OBJECT_LIMIT,
+    STORED_OBJECT_MARGIN,
+    Fitted,
     applied_status,
     by_ordinal,
+    fit_status,
     is_first_report,
     status_entry,
     status_events,
+    truncated_condition,
 )
-from agent.karmada.status import status_of
+from agent.karmada.status import copy_conditions, status_of
 from agent.karmada.work import Manifest
+from agent.kube.controller import TerminalError
+from agent.kube.errors import is_request_too_large
 from agent.sources.interpreter import AgentInterpreter
+from agent.sources.works import WorkInformer
 
 JsonDict = dict[str, Any]
+
+
+class StatusTooLargeError(TerminalError):
+    """Not even the Work's conditions could be written: the Work itself is about as large as
+    the control plane stores. Nothing to retry until the Work changes."""
 
 
 def awaits_first_report(work: JsonDict) -> bool:
@@ -64,19 +89,59 @@ class ManifestStatuses:
             return status_entry(manifest, resource, reflected, names.UNKNOWN), str(exc)
         return status_entry(manifest, resource, reflected, health), None
 
-    def first_report(
-        self, work: JsonDict, entries: dict[int, JsonDict], health_problems: dict[int, str]
-    ) -> JsonDict:
+    def first_report(self, work: JsonDict, entries: dict[int, JsonDict]) -> JsonDict:
         """What the execution controller adds to its status write once every manifest of `work`
         is applied: the first manifestStatuses (`entries` by ordinal, from the apply answers)
-        when nothing has been reported on the Work yet, with their Events; else nothing, the
-        workStatus controller keeps them."""
+        when nothing has been reported on the Work yet; else nothing, the workStatus controller
+        keeps them. Their Events follow the write (`record_written`)."""
         if not is_first_report(work):
             return {}
-        previous = by_ordinal(status_of(work).get("manifestStatuses"))
-        ordered = [entries[ordinal] for ordinal in sorted(entries)]
-        self.record_events(work, previous, ordered, health_problems)
-        return {"manifestStatuses": ordered or None}
+        return {"manifestStatuses": [entries[ordinal] for ordinal in sorted(entries)] or None}
+
+    def record_written(
+        self, before: JsonDict, written: JsonDict, health_problems: dict[int, str] | None = None
+    ) -> None:
+        """The Events of a status write that carried manifestStatuses (as written: entries
+        whose reflected status was left out reflect nothing)."""
+        if "manifestStatuses" not in written:
+            return
+        previous = by_ordinal(status_of(before).get("manifestStatuses"))
+        self.record_events(before, previous, written["manifestStatuses"] or [], health_problems)
+
+    def fitted(self, work: JsonDict, status: JsonDict) -> JsonDict:
+        """`status` (the keys to merge into the Work's status) as it can be stored."""
+        return _with_truncation(
+            work, fit_status(work, status, STORED_OBJECT_LIMIT - STORED_OBJECT_MARGIN)
+        )
+
+    async def write(self, works: WorkInformer, work: JsonDict, status: JsonDict) -> JsonDict:
+        """Write `status` (as `fitted` gave it); when the API server refuses it as too large,
+        again with every reflected status left out, then without manifestStatuses."""
+
+        def attempts() -> Iterator[JsonDict]:
+            yield status
+            for limit in (STORED_OBJECT_LIMIT, 0):
+                yield _with_truncation(work, fit_status(work, status, limit, floor=True))
+
+        refused: Exception | None = None
+        for attempt in attempts():
+            try:
+                return await works.patch_status(
+                    work,
+                    attempt,
+                    precondition="conditions" in attempt and "conditions" not in status,
+                )
+            except Exception as exc:
+                if not is_request_too_large(exc):
+                    raise
+                refused = exc
+        message = (
+            f"The status of this Work cannot be written, not even its conditions: the "
+            f"control plane refuses it as too large ({refused}). The Work's manifests take "
+            f"nearly all of the {STORED_OBJECT_LIMIT // 1024} KiB it stores per object."
+        )
+        self.events.record(work, "Warning", REASON_STATUS_TOO_LARGE, message)
+        raise StatusTooLargeError(message)
 
     def record_events(
         self,
@@ -88,3 +153,22 @@ class ManifestStatuses:
         """The Events of a manifestStatuses write, whichever controller writes it."""
         for event in status_events(previous, entries, health_problems):
             self.events.record(work, event.type, event.reason, event.message)
+
+
+def _with_truncation(work: JsonDict, fitted: Fitted) -> JsonDict:
+    """The fitted status, its conditions saying what is left out (StatusTruncated set, or
+    removed once everything fits again). Conditions the caller did not write are taken from the
+    Work, and written only when StatusTruncated changes."""
+    status = dict(fitted.status)
+    given = status.get("conditions")
+    conditions = copy.deepcopy(given) if isinstance(given, list) else copy_conditions(work)
+    if fitted.truncated:
+        changed = set_condition(conditions, truncated_condition(fitted))
+    else:
+        present = find(conditions, CONDITION_STATUS_TRUNCATED)
+        changed = present is not None
+        if present is not None:
+            conditions.remove(present)
+    if changed or isinstance(given, list):
+        status["conditions"] = conditions
+    return status

@@ -129,10 +129,11 @@ class WorkStatusController(WorkController):
                 entry = previous.get(item.ordinal)
             if entry is not None:
                 entries.append(entry)
-        current = status_of(work).get("manifestStatuses") or []
-        if entries != current:
-            await self.works.patch_status(work, {"manifestStatuses": entries or None})
-            self.statuses.record_events(work, previous, entries, health_problems)
+        current = status_of(work)
+        fitted = self.statuses.fitted(work, {"manifestStatuses": entries or None})
+        if any(current.get(key) != value for key, value in fitted.items()):
+            written = await self.statuses.write(self.works, work, fitted)
+            self.statuses.record_written(work, status_of(written), health_problems)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))

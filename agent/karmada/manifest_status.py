@@ -4,6 +4,7 @@ the entries is worth. Pure: the interpreter's answers and the Work are given."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -100,3 +101,92 @@ def status_events(
             )
         )
     return events
+
+
+# --- a status too large to store ------------------------------------------------------------
+
+# What the control plane stores per object: etcd's default --max-request-bytes (1.5 MiB); Works
+# are custom resources, stored as JSON. Kept below by MARGIN for what the API server adds
+# (managedFields, its own metadata).
+STORED_OBJECT_LIMIT = 1536 * 1024
+STORED_OBJECT_MARGIN = 32 * 1024
+# Ours, not upstream's: the Work's status leaves out what would not fit.
+CONDITION_STATUS_TRUNCATED = "StatusTruncated"
+REASON_STATUS_TOO_LARGE = "StatusTooLarge"
+
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
+def _size(value: Any) -> int:
+    return len(_encode(value).encode())
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A status to merge into a Work, cut down to fit: `left_out` names the entries whose
+    reflected status is left out; `without_entries`, that manifestStatuses are left out too."""
+
+    status: JsonDict
+    left_out: list[str]
+    without_entries: bool = False
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.left_out) or self.without_entries
+
+
+def _described(entry: JsonDict) -> str:
+    ident = entry.get("identifier") or {}
+    where = f"{ident.get('namespace')}/{ident.get('name')}" if ident.get("namespace") else ""
+    return f"manifest {ident.get('ordinal')} ({ident.get('kind')} {where or ident.get('name')})"
+
+
+def fit_status(work: JsonDict, status: JsonDict, limit: int, *, floor: bool = False) -> Fitted:
+    """`status` (the keys merged into the Work's status) with the reflected statuses of its
+    largest manifestStatuses entries left out, one after the other, until the Work with it is
+    at most `limit` bytes of JSON; manifestStatuses left out altogether if even that is too
+    large. With `floor`, every reflected status is left out whatever the size (what to try
+    when the API server refused a status the estimate let through)."""
+    entries = status.get("manifestStatuses")
+    if not isinstance(entries, list):
+        entries = status_of(work).get("manifestStatuses")
+    entries = [e for e in entries or [] if isinstance(e, dict)]
+    merged = {**status_of(work), **status}
+    size = _size({k: v for k, v in work.items() if k != "status"}) + _size(merged)
+    if size <= limit and not floor:
+        return Fitted(status, [])
+    statuses = sorted(
+        ((_size(e["status"]), i) for i, e in enumerate(entries) if "status" in e), reverse=True
+    )
+    dropped: set[int] = set()
+    for entry_size, index in statuses:
+        if size <= limit and not floor:
+            break
+        dropped.add(index)
+        size -= entry_size + len(',"status":')
+    reduced = [
+        {k: v for k, v in e.items() if k != "status"} if i in dropped else e
+        for i, e in enumerate(entries)
+    ]
+    left_out = [_described(entries[i]) for i in sorted(dropped)]
+    if size <= limit:
+        return Fitted({**status, "manifestStatuses": reduced or None}, left_out)
+    return Fitted({**status, "manifestStatuses": None}, left_out, without_entries=True)
+
+
+def truncated_condition(fitted: Fitted) -> JsonDict:
+    """StatusTruncated as `fitted` says: True naming what is left out."""
+    if fitted.without_entries:
+        what = "manifestStatuses are"
+    else:
+        shown = fitted.left_out[:10]
+        more = len(fitted.left_out) - len(shown)
+        what = "the reflected status of " + ", ".join(shown) + (f" and {more} more" if more else "")
+        what += " is"
+    return conditions.new_condition(
+        CONDITION_STATUS_TRUNCATED,
+        "True",
+        REASON_STATUS_TOO_LARGE,
+        f"{what} left out of this status: the Work with all of it would be larger than the "
+        f"control plane stores per object ({STORED_OBJECT_LIMIT // 1024} KiB)",
+    )

@@ -254,3 +254,16 @@ def is_already_exists(err: BaseException) -> bool:
 
 def is_gone(err: BaseException) -> bool:
     return isinstance(err, GoneError)
+
+
+# etcd's answer to a write larger than its --max-request-bytes, passed on by kube-apiserver as a
+# 500 with etcd's message.
+ETCD_REQUEST_TOO_LARGE = "etcdserver: request is too large"
+
+
+def is_request_too_large(err: BaseException) -> bool:
+    """The API server refused a write for its size: the request body (413, kube-apiserver's
+    own limit) or the object it would store (500 with etcd's message)."""
+    if not isinstance(err, ApiError):
+        return False
+    return err.code == 413 or (err.code == 500 and ETCD_REQUEST_TOO_LARGE in err.message)

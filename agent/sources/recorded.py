@@ -52,7 +52,10 @@ class RecordedWorks(_NotWatched, WorkInformer):
         self.reflector.seed(works)
         self.queued: dict[str, JsonDict] = {}
 
-    async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
+    async def patch_status(
+        self, work: JsonDict, status: JsonDict, *, precondition: bool = False
+    ) -> JsonDict:
+        # Queued and merged with what follows: written later as one patch, no precondition.
         name = str((work.get("metadata") or {}).get("name"))
         self.queued.setdefault(name, {}).update(copy.deepcopy(status))
         updated = {**work, "status": {**status_of(work), **copy.deepcopy(status)}}

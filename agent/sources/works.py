@@ -39,16 +39,23 @@ class WorkInformer(WatchedReflector):
     def add_handler(self, handler: EventHandler) -> Callable[[], None]:
         return self.reflector.add_handler(handler)
 
-    async def patch_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
+    async def patch_status(
+        self, work: JsonDict, status: JsonDict, *, precondition: bool = False
+    ) -> JsonDict:
         """Merge-patch `status` (only the keys given) into the Work's status subresource and
         keep the answer in the cache, so the next reconcile compares against what we wrote
         even before the watch brings it back. The handlers hear of it too: the answer may carry
-        a spec change whose own watch event has not arrived yet."""
+        a spec change whose own watch event has not arrived yet. With `precondition`, only
+        over the Work as given (its resourceVersion; a 409 Conflict otherwise): for a write of
+        a list another writer may have changed meanwhile."""
         meta = work.get("metadata") or {}
+        body: JsonDict = {"status": status}
+        if precondition:
+            body["metadata"] = {"resourceVersion": meta.get("resourceVersion")}
         updated = await self.client.patch(
             WORKS,
             str(meta.get("name")),
-            {"status": status},
+            body,
             patch_type="merge",
             namespace=self.namespace,
             subresource="status",

@@ -24,7 +24,7 @@ from agent.context import AgentContext
 from agent.controllers.manifest_statuses import ManifestStatuses
 from agent.controllers.work_controller import WorkController
 from agent.karmada import conditions, names
-from agent.karmada.status import copy_conditions
+from agent.karmada.status import copy_conditions, status_of
 from agent.karmada.work import (
     applied_message,
     dispatching_condition,
@@ -62,6 +62,8 @@ class ExecutionController(WorkController):
         self.writes = OwnWrites()
         self.ownership = Ownership(self.works, self.writes, self.queue.add)
         self.contention = Contention(metrics=ctx.metrics)
+        # Works applied whose status write failed: (uid, generation, outcome) by name.
+        self._unreported: dict[str, tuple[object, object, Outcome]] = {}
         self.applier = Applier(
             ctx, self.writes, self.ownership, self.statuses, self.contention, self.log
         )
@@ -118,6 +120,7 @@ class ExecutionController(WorkController):
             return
         if not self.writes.is_drift(event_type, key, obj):
             return
+        self._unreported.pop(ref[1], None)
         work = self.works.get(ref[1])
         generation = ((work or {}).get("metadata") or {}).get("generation")
         delay = self.contention.undone(
@@ -158,7 +161,7 @@ class ExecutionController(WorkController):
             )
         if is_suspended(work):
             if changed:
-                work = await self.works.patch_status(work, {"conditions": conds})
+                work = await self._write_status(work, {"conditions": conds})
             # Recorded too: an agent serving the record must not apply a suspended Work.
             await save_quietly(self.records, work, wlog)
             return None
@@ -166,10 +169,14 @@ class ExecutionController(WorkController):
             # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
             wlog.info("member cluster is not Ready; Work waits")
             if changed:
-                await self.works.patch_status(work, {"conditions": conds})
+                await self._write_status(work, {"conditions": conds})
             return None
 
-        outcome = await self.applier.apply_all(work, wlog)
+        outcome = self._unreported_outcome(work)
+        if outcome is None:
+            outcome = await self.applier.apply_all(work, wlog)
+        else:
+            wlog.info("status write retried; the member is not written again")
         ok = not outcome.errors
         message = applied_message(outcome.succeeded, outcome.total, outcome.messages())
         applied = conditions.new_condition(
@@ -181,13 +188,22 @@ class ExecutionController(WorkController):
         if conditions.set_condition(conds, applied):
             changed = True
         status: JsonDict = {"conditions": conds}
+        first: JsonDict = {}
         if ok:
             # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
-            first = self.statuses.first_report(work, outcome.statuses, outcome.health_problems)
+            first = self.statuses.first_report(work, outcome.statuses)
             status.update(first)
             changed = changed or bool(first)
         if changed:
-            work = await self.works.patch_status(work, status)
+            try:
+                before, work = work, await self._write_status(work, status)
+            except Exception:
+                # What was applied stands: a retry only writes the status again.
+                meta = work.get("metadata") or {}
+                self._unreported[name] = (meta.get("uid"), meta.get("generation"), outcome)
+                raise
+            if first:
+                self.statuses.record_written(before, status_of(work), outcome.health_problems)
         if outcome.applied:
             await save_quietly(self.records, work, wlog)
         if ok:
@@ -215,6 +231,23 @@ class ExecutionController(WorkController):
         # change of the Work enqueues it again.
         raise TerminalError(failure)
 
+    async def _write_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
+        return await self.statuses.write(self.works, work, self.statuses.fitted(work, status))
+
+    def _unreported_outcome(self, work: JsonDict) -> Outcome | None:
+        """The outcome of an apply whose status write failed, while nothing has changed since:
+        neither the Work (same uid and generation) nor its member objects (drift drops it)."""
+        meta = work.get("metadata") or {}
+        kept = self._unreported.pop(str(meta.get("name")), None)
+        if kept is None or kept[:2] != (meta.get("uid"), meta.get("generation")):
+            return None
+        return kept[2]
+
+    def _enqueue_every_work(self) -> None:
+        # The interpreter's configuration changed, or the Cluster turned Ready: apply again.
+        self._unreported.clear()
+        super()._enqueue_every_work()
+
     def _report_contests(self, work: JsonDict, outcome: Outcome) -> None:
         """One Warning Event per contest, when it starts."""
         for contest in outcome.contests:
@@ -232,6 +265,7 @@ class ExecutionController(WorkController):
     def _forget(self, work_name: str) -> None:
         """The Work is gone or its deletion done: drop what this process kept about it."""
         self.contention.forget_work(work_name)
+        self._unreported.pop(work_name, None)
         self.guard.release(work_name)
         self.ownership.unblock(work_name)
         for key in self.writes.forget(work_name):

@@ -7,12 +7,15 @@ from typing import Any
 
 from agent.karmada import names
 from agent.karmada.manifest_status import (
+    Fitted,
     StatusEvent,
     applied_status,
     by_ordinal,
+    fit_status,
     is_first_report,
     status_entry,
     status_events,
+    truncated_condition,
 )
 from agent.karmada.work import parse_manifest
 
@@ -99,3 +102,61 @@ def test_unknown_health_is_a_warning_saying_why_when_known() -> None:
             "Health of ConfigMap default/web could not be interpreted from its status.",
         )
     ]
+
+
+def _work(entries: list[JsonDict], spec_bytes: int = 0) -> JsonDict:
+    return {
+        "metadata": {"name": "w"},
+        "spec": {"blob": "x" * spec_bytes},
+        "status": {"conditions": [{"type": "Applied"}], "manifestStatuses": entries},
+    }
+
+
+def test_a_status_that_fits_is_left_as_it_is() -> None:
+    entries = [entry(0, names.HEALTHY, {"a": "1"})]
+    fitted = fit_status(_work([]), {"manifestStatuses": entries}, 10_000)
+    assert fitted == Fitted({"manifestStatuses": entries}, [])
+    assert not fitted.truncated
+
+
+def test_the_largest_reflected_statuses_go_first_until_the_work_fits() -> None:
+    entries = [
+        entry(i, names.HEALTHY, {"blob": "x" * size}) for i, size in enumerate((300, 900, 600))
+    ]
+    fitted = fit_status(_work([]), {"manifestStatuses": entries}, 1700)
+    kept = fitted.status["manifestStatuses"]
+    assert [("status" in e) for e in kept] == [True, False, True]
+    assert [e["health"] for e in kept] == [names.HEALTHY] * 3
+    assert fitted.left_out == ["manifest 1 (ConfigMap default/web)"]
+    condition = truncated_condition(fitted)
+    assert (condition["type"], condition["status"], condition["reason"]) == (
+        "StatusTruncated",
+        "True",
+        "StatusTooLarge",
+    )
+    assert (
+        "the reflected status of manifest 1 (ConfigMap default/web) is left out"
+        in (condition["message"])
+    )
+
+
+def test_without_room_for_the_entries_only_the_conditions_stay() -> None:
+    entries = [entry(0, names.HEALTHY, {"blob": "x" * 100})]
+    fitted = fit_status(_work([], spec_bytes=5000), {"manifestStatuses": entries}, 5000)
+    assert fitted.status == {"manifestStatuses": None}
+    assert fitted.without_entries
+    assert truncated_condition(fitted)["message"].startswith("manifestStatuses are left out")
+
+
+def test_floor_leaves_out_every_reflected_status_whatever_the_estimate() -> None:
+    entries = [entry(i, names.HEALTHY, {"a": str(i)}) for i in range(2)]
+    fitted = fit_status(_work([]), {"manifestStatuses": entries}, 1_000_000, floor=True)
+    assert all("status" not in e for e in fitted.status["manifestStatuses"])
+    assert len(fitted.left_out) == 2
+
+
+def test_the_entries_already_on_the_work_count_when_only_conditions_are_written() -> None:
+    entries = [entry(0, names.HEALTHY, {"blob": "x" * 2000})]
+    fitted = fit_status(_work(entries), {"conditions": [{"type": "Applied"}]}, 1000)
+    assert fitted.left_out == ["manifest 0 (ConfigMap default/web)"]
+    assert "status" not in fitted.status["manifestStatuses"][0]

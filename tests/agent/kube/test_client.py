@@ -62,6 +62,16 @@ def test_status_mapping() -> None:
     assert isinstance(forbidden, errors.ForbiddenError)
 
 
+def test_writes_refused_for_their_size() -> None:
+    body = errors.from_status(status(413, "RequestEntityTooLarge", "limit is 3145728"))
+    assert errors.is_request_too_large(body)
+    # etcd's refusal, passed on by kube-apiserver as a 500 without a reason.
+    stored = errors.from_status({"code": 500, "message": "etcdserver: request is too large"})
+    assert errors.is_request_too_large(stored)
+    assert not errors.is_request_too_large(errors.from_status(status(500, "InternalError")))
+    assert not errors.is_request_too_large(ValueError("too large"))
+
+
 async def test_list_pages_and_merges() -> None:
     api = await with_configmaps(5)
     snapshot = api.server.storage.revision
