@@ -300,6 +300,10 @@ async def _measure(
             for c in (current.get("status") or {}).get("conditions") or []
         ],
         "manifest_statuses": len((current.get("status") or {}).get("manifestStatuses") or []),
+        "reflected_statuses": sum(
+            1 for e in (current.get("status") or {}).get("manifestStatuses") or [] if "status" in e
+        ),
+        "status_bytes": len(json.dumps(current.get("status") or {}, separators=(",", ":"))),
         "warning_events": await _warnings(admin, name),
     }
     await _delete_work(sides, name)

@@ -109,7 +109,7 @@ def status_events(
 # are custom resources, stored as JSON. Kept below by MARGIN for what the API server adds
 # (managedFields, its own metadata).
 STORED_OBJECT_LIMIT = 1536 * 1024
-STORED_OBJECT_MARGIN = 32 * 1024
+STORED_OBJECT_MARGIN = 2 * 1024
 # Ours, not upstream's: the Work's status leaves out what would not fit.
 CONDITION_STATUS_TRUNCATED = "StatusTruncated"
 REASON_STATUS_TOO_LARGE = "StatusTooLarge"
