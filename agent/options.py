@@ -279,6 +279,9 @@ class Options:
     # Outage-safe deletion (ours): see agent.controllers.execution.deletion_guard.
     work_deletion_grace_period: timedelta = timedelta(minutes=10)
     work_deletion_hold_threshold: float = 0.5
+    # Objects a Work adopted (overwrite) are released with it unless this restores upstream's
+    # deletion (ours; agent.controllers.execution.deletion).
+    delete_adopted_resources: bool = False
     feature_gates: Mapping[str, bool] = field(default_factory=lambda: resolve_feature_gates({}))
     # Leader election (a Lease on the control plane as upstream, or on the member).
     leader_elect: bool = True
@@ -981,6 +984,12 @@ FLAGS: tuple[_Flag, ...] = (
           "Share (0 to 1) of this cluster's Works whose deletion after an outage is held for "
           "--work-deletion-grace-period; fewer deletions proceed at once. Not an upstream "
           "flag."),
+    _Flag("delete-adopted-resources", "bool", _CONTROLLERS,
+          "Delete, with their Work, member objects that existed before the Work took them over "
+          "(work.karmada.io/conflict-resolution: overwrite), as upstream does. Off: such objects "
+          "are released (Karmada's labels and annotations removed) and left in place. The "
+          "namespaces default, kube-system, kube-public, kube-node-lease and the agent's own "
+          "are never deleted. Not an upstream flag."),
     _Flag("feature-gates", "gates", _CONTROLLERS,
           _GATES_HELP),
     _Flag("leader-elect", "bool", _LEADER,

@@ -31,7 +31,6 @@ from agent.karmada import names
 from agent.karmada.conditions import find, set_condition
 from agent.karmada.manifest_status import (
     CONDITION_STATUS_TRUNCATED,
-    REASON_STATUS_TOO_LARGE,
     STORED_OBJECT_LIMIT,
     STORED_OBJECT_MARGIN,
     Fitted,
@@ -140,7 +139,7 @@ class ManifestStatuses:
             f"control plane refuses it as too large ({refused}). The Work's manifests take "
             f"nearly all of the {STORED_OBJECT_LIMIT // 1024} KiB it stores per object."
         )
-        self.events.record(work, "Warning", REASON_STATUS_TOO_LARGE, message)
+        self.events.record(work, "Warning", names.EVENT_STATUS_TOO_LARGE, message)
         raise StatusTooLargeError(message)
 
     def record_events(

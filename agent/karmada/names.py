@@ -107,9 +107,14 @@ EVENT_REFLECT_STATUS_SUCCEED = "ReflectStatusSucceed"
 EVENT_REFLECT_STATUS_FAILED = "ReflectStatusFailed"
 EVENT_INTERPRET_HEALTH_SUCCEED = "InterpretHealthSucceed"
 EVENT_INTERPRET_HEALTH_FAILED = "InterpretHealthFailed"
-# Ours: a Work deleted without our cleanup, a Work deletion held after a long outage.
+# Upstream's, for a Work whose member objects could not be deleted.
+EVENT_CLEANUP_WORK_FAILED = "CleanupWorkFailed"
+# Ours: a Work deleted without our cleanup, a Work deletion held after a long outage, an object
+# something keeps undoing re-applied with backoff, a status too large to write at all.
 EVENT_WORK_ORPHANED = "WorkOrphaned"
 EVENT_WORK_DELETION_HELD = "WorkDeletionHeld"
+EVENT_REAPPLY_THROTTLED = "ReapplyThrottled"
+EVENT_STATUS_TOO_LARGE = "StatusTooLarge"
 
 # Which upstream controller records each Event (its source and reporting component): the
 # execution controller applies, the workStatus controller reflects status and health.
@@ -119,6 +124,10 @@ EVENT_SOURCES = {
     EVENT_SYNC_FAILED: CONTROLLER_COMPONENTS["execution"],
     EVENT_WORK_ORPHANED: CONTROLLER_COMPONENTS["execution"],
     EVENT_WORK_DELETION_HELD: CONTROLLER_COMPONENTS["execution"],
+    EVENT_CLEANUP_WORK_FAILED: CONTROLLER_COMPONENTS["execution"],
+    EVENT_REAPPLY_THROTTLED: CONTROLLER_COMPONENTS["execution"],
+    # Whichever controller's write it is; the conditions (the first write) are execution's.
+    EVENT_STATUS_TOO_LARGE: CONTROLLER_COMPONENTS["execution"],
     EVENT_REFLECT_STATUS_SUCCEED: CONTROLLER_COMPONENTS["workStatus"],
     EVENT_REFLECT_STATUS_FAILED: CONTROLLER_COMPONENTS["workStatus"],
     EVENT_INTERPRET_HEALTH_SUCCEED: CONTROLLER_COMPONENTS["workStatus"],

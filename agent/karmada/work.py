@@ -24,6 +24,12 @@ _SERVER_METADATA = (
     "managedFields",
     "selfLink",
 )
+# Ours, not upstream's: on a member object that existed before a Work took it over with
+# `work.karmada.io/conflict-resolution: overwrite`. Such an object is released, not deleted, with
+# its Work (agent.controllers.execution.deletion).
+ADOPTED_ANNOTATION = "karmada-agent.io/adopted"
+# Namespaces never deleted with a Work, whoever created them: the cluster's own.
+PROTECTED_NAMESPACES = frozenset(("default", "kube-system", "kube-public", "kube-node-lease"))
 # Applied first, in this order: things other manifests live in or are typed by.
 _FOUNDATION_KINDS = {
     ("", "Namespace"): 0,
@@ -215,9 +221,13 @@ def is_deleting(obj: Obj) -> bool:
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
 
 
-def desired_object(manifest: Manifest, work: Obj, *, live: Obj | None) -> Obj:
+def desired_object(
+    manifest: Manifest, work: Obj, *, live: Obj | None, adopting: bool = False
+) -> Obj:
     """What we server-side apply for `manifest`: the manifest without server-owned fields,
-    marked as Karmada's and pointing back at its Work."""
+    marked as Karmada's and pointing back at its Work; marked as adopted when this apply takes
+    over an object that existed before (`adopting`) or an earlier one did (the live object says
+    so), in the same write."""
     obj = copy.deepcopy(manifest.obj)
     obj.pop("status", None)
     metadata = obj.setdefault("metadata", {})
@@ -231,6 +241,10 @@ def desired_object(manifest: Manifest, work: Obj, *, live: Obj | None) -> Obj:
     annotations[names.WORK_NAME_ANNOTATION] = work_meta.get("name", "")
     # The conflict-resolution choice is the Work's; it is not part of the member object.
     annotations.pop(names.CONFLICT_RESOLUTION_ANNOTATION, None)
+    if adopting or is_adopted(live):
+        annotations[ADOPTED_ANNOTATION] = "true"
+    else:
+        annotations.pop(ADOPTED_ANNOTATION, None)
     if (
         live is not None
         and labels.get(names.RETAIN_REPLICAS_LABEL) == "true"
@@ -263,6 +277,12 @@ def is_managed(live: Obj) -> bool:
     return bool(labels.get(names.MANAGED_LABEL) == "true")
 
 
+def is_adopted(live: Obj | None) -> bool:
+    """The member object existed before a Work took it over (ADOPTED_ANNOTATION)."""
+    annotations = ((live or {}).get("metadata") or {}).get("annotations") or {}
+    return bool(annotations.get(ADOPTED_ANNOTATION) == "true")
+
+
 def belongs_to(live: Obj, work_namespace: str, work_name: str) -> bool:
     annotations = (live.get("metadata") or {}).get("annotations") or {}
     return bool(
@@ -283,12 +303,17 @@ def work_of(obj: Obj) -> tuple[str, str] | None:
 
 def release_patch(live: Obj) -> Obj | None:
     """A JSON merge patch stripping Karmada's metadata from a member object we stop managing
-    (preserveResourcesOnDeletion), or None when there is nothing to strip."""
+    (preserveResourcesOnDeletion, an adopted object, a protected namespace), or None when there
+    is nothing to strip."""
     metadata = live.get("metadata") or {}
     labels = metadata.get("labels") or {}
     annotations = metadata.get("annotations") or {}
     patch_labels = {k: None for k in names.MANAGED_RESOURCE_LABELS if k in labels}
-    patch_annotations = {k: None for k in names.MANAGED_RESOURCE_ANNOTATIONS if k in annotations}
+    patch_annotations = {
+        k: None
+        for k in (*names.MANAGED_RESOURCE_ANNOTATIONS, ADOPTED_ANNOTATION)
+        if k in annotations
+    }
     patch: Obj = {}
     if patch_labels:
         patch["labels"] = patch_labels

@@ -83,6 +83,7 @@ OUR_FLAGS = {
     "karmada-kubeconfig-secret-key": "",
     "work-deletion-grace-period": "10m0s",
     "work-deletion-hold-threshold": 0.5,
+    "delete-adopted-resources": False,
     "tunnel-server-address": "",
     "tunnel-server-name": "",
     "tunnel-server-ca-file": "",

@@ -250,8 +250,8 @@ class Applier:
     ) -> tuple[JsonDict, Recorded]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
-        self.ownership.check(work, manifest, key, live)
-        desired = desired_object(manifest, work, live=live)
+        adopting = self.ownership.check(work, manifest, key, live)
+        desired = desired_object(manifest, work, live=live, adopting=adopting)
         if live is not None:
             # Member-owned values a Retain customization keeps (typed: list items of built-in
             # types carry no apiVersion/kind).

@@ -18,6 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.karmada import names
 from agent.kube.clock import REAL_CLOCK, Clock
 
 from .drift import ObjectKey
@@ -29,7 +30,7 @@ WINDOW = 5.0
 BACKOFF_BASE = 1.0
 BACKOFF_MAX = 300.0
 QUIET = 10.0
-EVENT_REAPPLY_THROTTLED = "ReapplyThrottled"
+EVENT_REAPPLY_THROTTLED = names.EVENT_REAPPLY_THROTTLED
 
 
 @dataclass

@@ -3,6 +3,14 @@ Karmada's labels and annotations), then the `karmada.io/execution-controller` fi
 and the Work's record with it. Only objects labelled `karmada.io/managed=true` that point back at
 the Work are touched.
 
+The agent never deletes what it did not create: an object the Work adopted (it existed before,
+taken over with overwrite; marked `karmada-agent.io/adopted` in the adopting write) is released
+instead, unless --delete-adopted-resources restores upstream's deletion; and the cluster's own
+namespaces (default, kube-system, kube-public, kube-node-lease) and the agent's are released in
+any case. A deletion the member refuses is reported on the Work (the condition Deleted=False,
+DeletionFailed, and a CleanupWorkFailed Warning Event) and retried with backoff; the finalizer
+stays until the objects are gone, so the Work does not vanish while they remain.
+
 Deletions right after a long control-plane outage may be held (deletion_guard.py). A Work
 deleted without our cleanup (someone removed our finalizer) leaves its member objects in place:
 that is reported with a Warning Event and a log line, never passed over in silence, whether this
@@ -18,10 +26,14 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.karmada import names
+from agent.karmada.conditions import new_condition, set_condition
+from agent.karmada.status import copy_conditions
 from agent.karmada.work import (
+    PROTECTED_NAMESPACES,
     Manifest,
     ManifestError,
     belongs_to,
+    is_adopted,
     is_managed,
     manifests_of,
     preserves_resources,
@@ -31,6 +43,7 @@ from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFoundError
+from agent.kube.resources import NAMESPACES
 from agent.resources import WORKS
 from agent.sources.cluster import ClusterWatch
 from agent.sources.works import WorkInformer
@@ -44,6 +57,14 @@ Owned = tuple[Manifest, GVR, str, JsonDict]
 
 FINALIZER_UPDATE_ATTEMPTS = 5
 EVENT_WORK_ORPHANED = names.EVENT_WORK_ORPHANED
+EVENT_CLEANUP_WORK_FAILED = names.EVENT_CLEANUP_WORK_FAILED
+# Ours: on a Work being deleted whose member objects could not be deleted.
+CONDITION_DELETED = "Deleted"
+REASON_DELETION_FAILED = "DeletionFailed"
+
+
+class DeletionFailedError(RetryableError):
+    """Member objects of a Work being deleted could not be deleted; retried with backoff."""
 
 
 class ClusterNotReadyError(RetryableError):
@@ -77,6 +98,12 @@ class Deletion:
         self.log = log
         self.records = ctx.sources.records
         self.guard = DeletionGuard(ctx, works, cluster)
+        options = ctx.options
+        self.delete_adopted = options.delete_adopted_resources
+        self.protected = PROTECTED_NAMESPACES | {
+            options.karmada_kubeconfig_namespace,
+            options.leader_elect_resource_namespace,
+        }
         # Works whose finalizer this process removes (or is removing): their deletion is ours.
         self._finalized: set[str] = set()
 
@@ -221,9 +248,14 @@ class Deletion:
         return await self.ctx.member.get(gvr, name, namespace=namespace or None)
 
     async def _delete_objects(self, work: JsonDict, wlog: Any) -> None:
+        failures: list[str] = []
         for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
-            uid = str((live.get("metadata") or {}).get("uid") or "")
+            kept = self._kept(gvr, manifest, live)
             try:
+                if kept is not None:
+                    await self._release(gvr, manifest, namespace, live, wlog, why=kept)
+                    continue
+                uid = str((live.get("metadata") or {}).get("uid") or "")
                 await self.ctx.member.delete(
                     gvr,
                     manifest.name,
@@ -234,19 +266,62 @@ class Deletion:
                 wlog.info("deleted member object", object=manifest.description)
             except NotFoundError:
                 pass
+            except KubeError as exc:
+                failures.append(f"{manifest.description}: {exc}")
+        if failures:
+            await self._report_failures(work, failures, wlog)
+
+    def _kept(self, gvr: GVR, manifest: Manifest, live: JsonDict) -> str | None:
+        """Why the object is released rather than deleted with its Work; None: deleted."""
+        if gvr == NAMESPACES and manifest.name in self.protected:
+            return "a namespace of the cluster's own or of the agent's, never deleted"
+        if is_adopted(live) and not self.delete_adopted:
+            return "it existed before the Work adopted it (overwrite)"
+        return None
+
+    async def _report_failures(self, work: JsonDict, failures: list[str], wlog: Any) -> None:
+        """The member refused (or failed) some deletions: the Work says so (Deleted=False, a
+        Warning Event), and the deletion is retried with backoff, the finalizer kept."""
+        message = (
+            f"member objects of this Work could not be deleted; retried with backoff, the "
+            f"finalizer {names.EXECUTION_CONTROLLER_FINALIZER} kept meanwhile: "
+            + "; ".join(failures)
+        )
+        wlog.warning("member objects not deleted", failures=failures)
+        self.ctx.events.record(work, "Warning", EVENT_CLEANUP_WORK_FAILED, message)
+        conditions = copy_conditions(work)
+        condition = new_condition(CONDITION_DELETED, "False", REASON_DELETION_FAILED, message)
+        if set_condition(conditions, condition):
+            try:
+                await self.works.patch_status(work, {"conditions": conditions}, precondition=True)
+            except KubeError as exc:
+                wlog.info("Deleted condition not written", error=str(exc))
+        raise DeletionFailedError(f"Work {self.namespace}/{_name(work)}: {message}")
 
     async def _release_objects(self, work: JsonDict, wlog: Any) -> None:
         for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
-            patch = release_patch(live)
-            if patch is None:
-                continue
-            try:
-                await self.ctx.member.patch(
-                    gvr, manifest.name, patch, patch_type="merge", namespace=namespace or None
-                )
-                wlog.info("released member object", object=manifest.description)
-            except NotFoundError:
-                pass
+            await self._release(gvr, manifest, namespace, live, wlog)
+
+    async def _release(
+        self,
+        gvr: GVR,
+        manifest: Manifest,
+        namespace: str,
+        live: JsonDict,
+        wlog: Any,
+        *,
+        why: str = "preserveResourcesOnDeletion",
+    ) -> None:
+        patch = release_patch(live)
+        if patch is None:
+            return
+        try:
+            await self.ctx.member.patch(
+                gvr, manifest.name, patch, patch_type="merge", namespace=namespace or None
+            )
+            wlog.info("released member object", object=manifest.description, why=why)
+        except NotFoundError:
+            pass
 
     async def _remove_finalizer(self, work: JsonDict, wlog: Any) -> None:
         """Update the Work without our finalizer; on a conflict read it again and retry.

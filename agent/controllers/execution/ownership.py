@@ -57,8 +57,9 @@ class Ownership:
 
     def check(
         self, work: JsonDict, manifest: Manifest, key: ObjectKey, live: JsonDict | None
-    ) -> None:
-        """Raise OtherWorkError or OwnershipError when `work` may not write the object."""
+    ) -> bool:
+        """Raise OtherWorkError or OwnershipError when `work` may not write the object; True
+        when the write adopts it (it exists, not as Karmada's, and the Work may overwrite)."""
         this = str((work.get("metadata") or {}).get("name"))
         owner: WorkRef | None = None
         if live is not None and is_managed(live):
@@ -83,6 +84,7 @@ class Ownership:
                 f"cluster and is not managed by Karmada (no label {names.MANAGED_LABEL}=true); "
                 f"it is left alone. {_take_over_hint()}"
             )
+        return live is not None and not is_managed(live)
 
     def taken_from(self, previous: str | None) -> None:
         """Another Work took over an object of the Work `previous`: reconcile it so that it

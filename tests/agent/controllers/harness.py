@@ -43,10 +43,11 @@ EXEC_NS = names.execution_namespace(CLUSTER)
 WIDGETS = GVR("example.io", "v1", "widgets")
 
 
-def kube_client(emu: Emulator) -> KubeClient:
-    """Our KubeClient talking to the emulator in-process, as its admin."""
+def kube_client(emu: Emulator, user: str | None = None) -> KubeClient:
+    """Our KubeClient talking to the emulator in-process, as its admin (or as `user`, with a
+    client certificate and only the permissions RBAC gives that user)."""
     config = ClientConfig(host=emu.url, qps=0)
-    return KubeClient(Transport(config, transport_factory=lambda _cfg: emu.transport()))
+    return KubeClient(Transport(config, transport_factory=lambda _cfg: emu.transport(user=user)))
 
 
 async def eventually(
@@ -420,17 +421,21 @@ class Pair:
 
 @asynccontextmanager
 async def running_pair(
-    *controllers: str, ready: bool = True, knobs: Knobs | None = None
+    *controllers: str,
+    ready: bool = True,
+    knobs: Knobs | None = None,
+    member_user: str | None = None,
 ) -> AsyncIterator[Pair]:
     """Both emulators, the Cluster registered (Ready unless told otherwise), and the named
-    controllers ("execution", "workStatus") running against them."""
+    controllers ("execution", "workStatus") running against them; on the member as its admin,
+    or as `member_user` (with only the permissions the test gives it)."""
     async with AsyncExitStack() as stack:
         cp = await stack.enter_async_context(run_emulator("karmada"))
         member = await stack.enter_async_context(
             run_emulator("member", name=CLUSTER, knobs=knobs or Knobs(workload_ready_delay=0.05))
         )
         karmada = kube_client(cp)
-        member_client = kube_client(member)
+        member_client = kube_client(member, member_user)
         stack.push_async_callback(karmada.close)
         stack.push_async_callback(member_client.close)
         await karmada.create(

@@ -7,9 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from agent.controllers.execution import ExecutionController
-from agent.controllers.execution.deletion import EVENT_WORK_ORPHANED
+from agent.controllers.execution.deletion import (
+    CONDITION_DELETED,
+    EVENT_CLEANUP_WORK_FAILED,
+    EVENT_WORK_ORPHANED,
+    REASON_DELETION_FAILED,
+)
 from agent.karmada import names
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from agent.karmada.work import ADOPTED_ANNOTATION
+from agent.kube.client import GVR
+from agent.kube.errors import NotFoundError
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from agent.options import Options
 from agent.resources import WORKS
 from agent.sources.work_records import WorkRecords
 from tests.agent.controllers.harness import (
@@ -18,13 +27,19 @@ from tests.agent.controllers.harness import (
     CLUSTER,
     EXEC_NS,
     annotations_of,
+    condition,
     configmap,
     deployment,
     eventually,
+    has_condition,
     karmada_work,
+    kube_client,
     labels,
     running_pair,
 )
+
+CLUSTERROLES = GVR("rbac.authorization.k8s.io", "v1", "clusterroles")
+CLUSTERROLEBINDINGS = GVR("rbac.authorization.k8s.io", "v1", "clusterrolebindings")
 
 JsonDict = dict[str, Any]
 
@@ -129,3 +144,142 @@ async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orpha
             assert (await pair.get_member(CONFIGMAPS, "gone"))["data"] == {"key": "value"}
         finally:
             await restarted.stop()
+
+
+# --- what the agent did not create ----------------------------------------------------------
+
+
+OVERWRITE = {names.CONFLICT_RESOLUTION_ANNOTATION: names.CONFLICT_OVERWRITE}
+
+
+async def _adopt(pair: Any, name: str) -> None:
+    """A ConfigMap that exists on the member before a Work takes it over with overwrite."""
+    await pair.member_client.create(
+        CONFIGMAPS, configmap(name, data={"mine": "yes"}), namespace="default"
+    )
+    await pair.create_work(
+        karmada_work(name, [configmap(name, data={"k": "karmada"})], annotations=OVERWRITE)
+    )
+    await pair.wait_work(name, APPLIED_OK)
+    adopted = await pair.get_member(CONFIGMAPS, name)
+    assert annotations_of(adopted)[ADOPTED_ANNOTATION] == "true"
+
+
+async def test_an_adopted_object_is_released_not_deleted_with_its_work() -> None:
+    async with running_pair("execution") as pair:
+        await _adopt(pair, "adopted")
+        # A later apply keeps the mark (the object is Karmada's by now).
+        work = await pair.get_work("adopted")
+        work["spec"]["workload"]["manifests"][0]["data"] = {"k": "changed"}
+        await pair.karmada.replace(WORKS, work)
+        await pair.wait_member(CONFIGMAPS, "adopted", lambda o: o["data"]["k"] == "changed")
+        assert annotations_of(await pair.get_member(CONFIGMAPS, "adopted"))[ADOPTED_ANNOTATION]
+
+        await pair.karmada.delete(WORKS, "adopted", namespace=EXEC_NS)
+        await pair.wait_work_gone("adopted")
+        left = await pair.get_member(CONFIGMAPS, "adopted")
+        assert names.MANAGED_LABEL not in labels(left)
+        assert not set(annotations_of(left)) & {
+            names.WORK_NAME_ANNOTATION,
+            names.WORK_NAMESPACE_ANNOTATION,
+            ADOPTED_ANNOTATION,
+        }
+        assert pair.member.accounting.counts(verb="delete", resource="configmaps") == 0
+
+
+async def test_delete_adopted_resources_restores_upstreams_deletion() -> None:
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        pair.execution.deletion.delete_adopted = True  # --delete-adopted-resources
+        await _adopt(pair, "adopted")
+        await pair.karmada.delete(WORKS, "adopted", namespace=EXEC_NS)
+        await pair.wait_work_gone("adopted")
+        await pair.wait_member_gone(CONFIGMAPS, "adopted")
+
+
+async def test_the_clusters_own_namespaces_are_never_deleted() -> None:
+    """kube-system adopted with overwrite, and the agent's own namespace created by a Work: both
+    released with their Works, in any mode; not a DELETE sent."""
+    own = Options().karmada_kubeconfig_namespace
+
+    def namespace(name: str) -> JsonDict:
+        return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        pair.execution.deletion.delete_adopted = True
+        await pair.create_work(
+            karmada_work("system", [namespace("kube-system")], annotations=OVERWRITE)
+        )
+        await pair.create_work(karmada_work("own", [namespace(own)]))
+        for name in ("system", "own"):
+            await pair.wait_work(name, APPLIED_OK)
+            await pair.karmada.delete(WORKS, name, namespace=EXEC_NS)
+            await pair.wait_work_gone(name)
+        for name in ("kube-system", own):
+            left = await pair.get_member(NAMESPACES, name, None)
+            assert names.MANAGED_LABEL not in labels(left)
+            assert not left["metadata"].get("deletionTimestamp")
+        assert pair.member.accounting.counts(verb="delete", resource="namespaces") == 0
+
+
+async def test_a_deletion_the_member_refuses_is_reported_and_retried() -> None:
+    """The agent may not delete ConfigMaps on the member (RBAC): the Work says so (Deleted=False,
+    a CleanupWorkFailed Warning Event) and keeps its finalizer; once allowed, the retry deletes
+    the object and the Work goes."""
+    user = "restricted-agent"
+    async with running_pair("execution", member_user=user) as pair:
+        admin = kube_client(pair.member)
+        try:
+            await _grant(admin, user, ["get", "list", "watch", "create", "update", "patch"])
+            await pair.create_work(karmada_work("kept", [configmap("kept")]))
+            await pair.wait_work("kept", APPLIED_OK)
+            await pair.karmada.delete(WORKS, "kept", namespace=EXEC_NS)
+            refused = await pair.wait_work(
+                "kept", has_condition(CONDITION_DELETED, "False", REASON_DELETION_FAILED)
+            )
+            message = str(condition(refused, CONDITION_DELETED)["message"])  # type: ignore[index]
+            assert "ConfigMap default/kept" in message
+            assert "403" in message
+            assert names.EXECUTION_CONTROLLER_FINALIZER in refused["metadata"]["finalizers"]
+            warnings = [
+                e for e in await pair.events_for("kept") if e["reason"] == EVENT_CLEANUP_WORK_FAILED
+            ]
+            assert len(warnings) == 1
+            assert warnings[0]["type"] == "Warning"
+
+            await _grant(admin, user, ["delete"], name="deleter")
+            await pair.wait_work_gone("kept")
+            await eventually(lambda: _gone(admin, "kept"), bool, what="object deleted")
+        finally:
+            await admin.close()
+
+
+async def _grant(admin: Any, user: str, verbs: list[str], name: str = "agent") -> None:
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": f"test-{name}"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": verbs}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"test-{name}"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role["metadata"]["name"],
+        },
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    await admin.create(CLUSTERROLES, role)
+    await admin.create(CLUSTERROLEBINDINGS, binding)
+
+
+async def _gone(admin: Any, name: str) -> bool:
+    try:
+        await admin.get(CONFIGMAPS, name, namespace="default")
+    except NotFoundError:
+        return True
+    return False
