@@ -159,6 +159,14 @@ class AgentMetrics:
             "leaving their member objects in place.",
             registry=registry,
         )
+        # The agent's clock against each API server's (agent.kube.clock.ServerClock).
+        self.clock_skew_seconds = Gauge(
+            "karmada_agent_clock_skew_seconds",
+            "How far the agent's clock is ahead of the API server's (negative: behind), from "
+            "the Date of its answers; server is 'karmada' (the control plane) or 'member'.",
+            ["server"],
+            registry=registry,
+        )
         # Objects something on the member keeps undoing (agent.controllers.execution.contention).
         self.contested_objects = Gauge(
             "karmada_agent_contested_objects",

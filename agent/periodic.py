@@ -13,7 +13,10 @@ the job and awaits its in-flight run (up to a bound) before removing it.
 
 Timing follows the job's `Clock`: the scheduler's wake-up timer is set on it, so a test with a
 `FakeClock` moves the schedule by advancing the clock. apscheduler reads "now" from the wall
-clock (`datetime.now`), which the test moves with the fake clock (tests/fakewall.py).
+clock (`datetime.now`), which the test moves with the fake clock (tests/fakewall.py). A step of
+the wall clock (set back or forward by NTP or an operator: it moved unlike the monotonic clock)
+moves every job's schedule with it; otherwise a clock set back ten minutes would hold the
+heartbeat for ten minutes, and the control plane would take the cluster for gone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobSubmissionEvent
@@ -65,13 +68,37 @@ logging.getLogger("apscheduler.scheduler").addFilter(_SkippedRunFilter())
 logging.getLogger("apscheduler.executors.default").addFilter(_SkippedRunFilter())
 
 
+# A wall clock that moved this much more (or less) than the monotonic clock was stepped.
+WALL_CLOCK_STEP = 1.0
+
+
 class _ClockScheduler(AsyncIOScheduler):  # type: ignore[misc]
-    """apscheduler's asyncio scheduler with its wake-up timer on a `Clock`."""
+    """apscheduler's asyncio scheduler with its wake-up timer on a `Clock`, its schedule
+    following steps of the wall clock."""
 
     def __init__(self, clock: Clock, **options: Any) -> None:
         super().__init__(**options)
         self._clock = clock
         self._timer: TimerHandle | None = None
+        self._seen: tuple[float, float] | None = None  # (wall, monotonic) at the last look
+
+    def _process_jobs(self) -> float | None:
+        self._follow_wall_clock_steps()
+        wait: float | None = super()._process_jobs()
+        return wait
+
+    def _follow_wall_clock_steps(self) -> None:
+        wall, monotonic = datetime.now(UTC).timestamp(), self._clock.now()
+        seen, self._seen = self._seen, (wall, monotonic)
+        if seen is None:
+            return
+        step = (wall - seen[0]) - (monotonic - seen[1])
+        if abs(step) < WALL_CLOCK_STEP:
+            return
+        log.info("the wall clock was stepped by %.0fs; periodic jobs move with it", step)
+        for job in self.get_jobs():
+            if job.next_run_time is not None:
+                job.modify(next_run_time=job.next_run_time + timedelta(seconds=step))
 
     def _start_timer(self, wait_seconds: float | None) -> None:
         self._stop_timer()

@@ -11,6 +11,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
 from . import discovery, errors
@@ -141,12 +142,15 @@ class ApiServer:
 
     async def handle(self, req: ApiRequest) -> ApiResponse:
         try:
-            return await self._handle(req)
+            response = await self._handle(req)
         except ApiError as exc:
-            return error_response(exc)
+            response = error_response(exc)
         except Exception as exc:  # the chain must answer, as kube-apiserver's panic filter
             log.exception("internal error serving %s %s", req.method, req.path)
-            return error_response(errors.internal(repr(exc)))
+            response = error_response(errors.internal(repr(exc)))
+        # Go's HTTP server dates every answer (RFC 7231, whole seconds), by the server's clock.
+        response.headers.setdefault("date", formatdate(self.config.clock(), usegmt=True))
+        return response
 
     # ------------------------------------------------------------------ chain
 

@@ -27,9 +27,10 @@ import logging
 import os
 import secrets
 import ssl
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,8 +133,26 @@ class Emulator:
         self.server = HttpsServer(self.front, cert_pem, key_pem, client_cas, port=port)
         routes["connections"] = self.server.connection_log.http
         self.faults.attach(self.server)
+        self.clock_offset = 0.0
         self._controllers: list[asyncio.Task[None]] = []
         self.controller_errors: list[BaseException] = []
+
+    # --- the server's clock ------------------------------------------------------------
+
+    def set_clock_offset(self, seconds: float) -> None:
+        """Run the server's clock `seconds` ahead of this host's (negative: behind): what it
+        stamps on objects and answers (Date), and what its controllers and token checks take
+        for now. A client on this host then sees its own clock off by -`seconds`."""
+        self.clock_offset = seconds
+        self.api.config.clock = self._time
+        if self.api.authenticator is not None:
+            self.api.authenticator.clock = self._now
+
+    def _time(self) -> float:
+        return time.time() + self.clock_offset
+
+    def _now(self) -> datetime:
+        return datetime.fromtimestamp(self._time(), UTC)
 
     # --- lifecycle ----------------------------------------------------------------------
 
@@ -159,6 +178,7 @@ class Emulator:
             ca=self.ca,
             sa_tokens=self.sa_tokens,
             cluster_name=self.name,
+            clock=self._now,
             knobs=self.knobs,
             server_url=self.url,
             authentication_info=self.requestheader.configmap_data(self.ca.cert_pem),

@@ -27,6 +27,10 @@ class WallFakeClock(FakeClock):
         self._traveller.shift(seconds)
         super().advance(seconds)
 
+    def shift_wall(self, seconds: float) -> None:
+        """Step the wall clock alone (an operator or NTP setting it), the monotonic one not."""
+        self._traveller.shift(seconds)
+
 
 @contextlib.contextmanager
 def wall_fake_clock() -> Iterator[WallFakeClock]:

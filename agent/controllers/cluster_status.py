@@ -17,6 +17,12 @@ Every --cluster-status-update-frequency (a periodic job, never overlapping itsel
 5. PUT /status only when the status differs from the Cluster just read (conflicts retried), so a
    steady member causes no Cluster writes: the Lease is the heartbeat.
 
+Also, every pass (ours): the condition ClockSynchronized says whether the agent's clock agrees
+with the control plane's and the member's (agent.kube.clock.ServerClock, from the Date of their
+answers, within CLOCK_SKEW_TOLERANCE); karmada_agent_clock_skew_seconds{server} measures it, and
+a ClockSkewed Warning Event on the Cluster marks the moment it goes off. Its message moves only
+when a skew moves by more than a second, so a steady skew causes no writes either.
+
 Deliberate difference: upstream counts any non-2xx answer of /readyz (other than 404) as
 "not reachable"; here a server that answers is reachable, and a non-200 answer gives
 ClusterNotReady, which tells the operator the member's API server is up but unhealthy.
@@ -34,11 +40,17 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.heartbeat import Heartbeat
+from agent.events import EventRecorder
 from agent.karmada import names
+from agent.karmada.cluster import (
+    CONDITION_CLOCK_SYNCHRONIZED,
+    EVENT_CLOCK_SKEWED,
+    clock_condition,
+)
 from agent.karmada.conditions import find, new_condition, set_condition
 from agent.karmada.summary import allocatable_modelings, node_summary, resource_summary
 from agent.kube.client import KubeClient
-from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from agent.kube.errors import ConflictError, KubeError, NotFoundError, TransportError
 from agent.kube.reflector import Reflector
@@ -249,6 +261,39 @@ def api_enablements_condition(collected: list[JsonDict], failed: bool) -> JsonDi
 
 StatusMutation = Callable[[JsonDict], None]
 HeartbeatFactory = Callable[[], Heartbeat]
+# How a skew must move before the condition's message follows it (seconds).
+SKEW_REPORTED_WITHIN = 1.0
+
+
+class ClockSkew:
+    """The agent's clock against each API server's, as ClockSynchronized reports it."""
+
+    # The metric's server label, and how the condition names it.
+    SERVERS = {"karmada": "the Karmada control plane", "member": "the member cluster"}
+
+    def __init__(self, clocks: dict[str, ServerClock], metrics: AgentMetrics | None) -> None:
+        self.clocks = clocks
+        self.metrics = metrics
+        self._reported: dict[str, float] = {}
+
+    def condition(self) -> JsonDict | None:
+        """ClockSynchronized now; None before any server has answered with a Date."""
+        skews: dict[str, float] = {}
+        for server, clock in self.clocks.items():
+            skew = clock.skew()
+            if skew is None:
+                continue
+            if self.metrics is not None:
+                with contextlib.suppress(AttributeError):
+                    self.metrics.clock_skew_seconds.labels(server=server).set(skew)
+            reported = self._reported.get(server)
+            if reported is not None and abs(skew - reported) <= SKEW_REPORTED_WITHIN:
+                skew = reported
+            skews[server] = skew
+        self._reported = skews
+        if not skews:
+            return None
+        return clock_condition({self.SERVERS[server]: skew for server, skew in skews.items()})
 
 
 class ClusterStatusController:
@@ -264,10 +309,16 @@ class ClusterStatusController:
         heartbeat: HeartbeatFactory | None = None,
         cluster_watch: ClusterWatch | None = None,
         link: ControlPlaneLink | None = None,
+        events: EventRecorder | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.karmada = karmada
         self.link = link
+        self.events = events
+        self.skew = ClockSkew(
+            {"karmada": karmada.transport.server_clock, "member": member.transport.server_clock},
+            metrics,
+        )
         # Started with the controller; until it has synced, the Cluster is read with a GET.
         self.cluster_watch = cluster_watch
         self.member = member
@@ -400,6 +451,10 @@ class ClusterStatusController:
             mutate = await self._collect(cluster, ready)
         else:
             mutate = self._conditions_only([ready])
+        clock = self.skew.condition()
+        if clock is not None:
+            mutate = self._with_condition(mutate, clock)
+            self._warn_when_skewed(cluster, clock)
 
         cluster = await self._write_status(cluster, mutate)
         self.last_status = cluster.get("status") or {}
@@ -424,6 +479,25 @@ class ClusterStatusController:
         if self.heartbeat is None:
             self.heartbeat = self._heartbeat_factory()
             await self.heartbeat.start()
+
+    @staticmethod
+    def _with_condition(mutate: StatusMutation, condition: JsonDict) -> StatusMutation:
+        def both(status: JsonDict) -> None:
+            mutate(status)
+            set_condition(status.setdefault("conditions", []), dict(condition))
+
+        return both
+
+    def _warn_when_skewed(self, cluster: JsonDict, clock: JsonDict) -> None:
+        """A Warning Event when ClockSynchronized turns False (as published before)."""
+        published = find(
+            (cluster.get("status") or {}).get("conditions"), CONDITION_CLOCK_SYNCHRONIZED
+        )
+        if clock["status"] != "False" or (published or {}).get("status") == "False":
+            return
+        log.warning("clock skew: %s", clock["message"])
+        if self.events is not None:
+            self.events.record(cluster, "Warning", EVENT_CLOCK_SKEWED, str(clock["message"]))
 
     @staticmethod
     def _conditions_only(conditions: list[JsonDict]) -> StatusMutation:
@@ -528,4 +602,5 @@ def build(ctx: AgentContext) -> ClusterStatusController:
         metrics=ctx.metrics,
         cluster_watch=ctx.sources.cluster,
         link=ctx.sources.link,
+        events=ctx.events,
     )

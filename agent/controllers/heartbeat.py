@@ -9,6 +9,13 @@ few times with capped backoff, and an ownerReference to the Cluster is added whe
 Lease goes away with the Cluster. Like upstream's lease controller, a renewal is one PUT built
 from the Lease the previous renewal returned; the Lease is read again only after a failed write
 (a conflict, or the Lease deleted), so an idle agent's only control-plane request is this PUT.
+
+Unlike upstream, renewTime is the control plane's time (agent.kube.clock.ServerClock, from the
+Date of its answers), not the agent's wall clock, and it never goes backwards:
+karmada-controller-manager counts a renewal only when renewTime moves forward, so an agent whose
+clock is minutes off, or is set right while it runs, neither fakes a stale Lease nor flaps the
+Cluster's Ready condition. (The agent's wall clock is used only while the control plane has
+not answered yet.)
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from typing import Any
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
 from agent.kube.client import KubeClient
-from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import LEASES
@@ -30,7 +37,7 @@ from agent.logs import get_logger
 from agent.periodic import Periodic
 from agent.resources import CLUSTERS
 from agent.sources.link import ControlPlaneLink
-from agent.timefmt import micro_time
+from agent.timefmt import micro_time, parse_time
 
 log = get_logger(__name__)
 
@@ -55,6 +62,7 @@ class Heartbeat:
         namespace: str = CLUSTER_LEASE_NAMESPACE,
         clock: Clock = REAL_CLOCK,
         wall_clock: Callable[[], datetime.datetime] | None = None,
+        server_clock: ServerClock | None = None,
         link: ControlPlaneLink | None = None,
     ) -> None:
         self.karmada = karmada
@@ -64,6 +72,7 @@ class Heartbeat:
         self.renew_interval = renew_interval
         self._clock = clock
         self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        self.server_clock = server_clock or karmada.transport.server_clock
         self._owner: JsonDict | None = None
         # The Lease as the last successful write returned it; None: read it first.
         self._latest: JsonDict | None = None
@@ -113,12 +122,24 @@ class Heartbeat:
             self._owner = cluster_owner_reference(cluster)
         return self._owner
 
-    def _spec(self) -> JsonDict:
+    def _spec(self, lease: JsonDict | None = None) -> JsonDict:
         return {
             "holderIdentity": self.cluster_name,
             "leaseDurationSeconds": self.lease_duration_seconds,
-            "renewTime": micro_time(self._wall()),
+            "renewTime": micro_time(self._renew_time(lease)),
         }
+
+    def _renew_time(self, lease: JsonDict | None) -> datetime.datetime:
+        """The control plane's time now, and later than the Lease's renewTime."""
+        server = self.server_clock.now()
+        if server is None:
+            moment = self._wall()
+        else:
+            moment = datetime.datetime.fromtimestamp(server, datetime.UTC)
+        previous = parse_time(((lease or {}).get("spec") or {}).get("renewTime"))
+        if previous is not None and moment <= previous:
+            moment = previous + datetime.timedelta(microseconds=1)
+        return moment
 
     async def _tick(self) -> None:
         with contextlib.suppress(KubeError):  # renew_once logged it; the next tick retries
@@ -184,7 +205,8 @@ class Heartbeat:
         ):
             references.append(owner)
             meta["ownerReferences"] = references
-        updated = {**lease, "metadata": meta, "spec": {**(lease.get("spec") or {}), **self._spec()}}
+        spec = {**(lease.get("spec") or {}), **self._spec(lease)}
+        updated = {**lease, "metadata": meta, "spec": spec}
         renewed = await self.karmada.replace(LEASES, updated, namespace=self.namespace)
         self._latest = renewed
         return renewed

@@ -1,11 +1,15 @@
-"""Time source for queues, limiters and leader election, so tests can drive time by hand."""
+"""Time sources: the agent's monotonic clock for queues, limiters and leader election (tests
+drive it by hand), and an API server's clock as the Date headers of its answers tell."""
 
 from __future__ import annotations
 
 import asyncio
 import heapq
 import itertools
+import math
+import time
 from collections.abc import Callable
+from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 
@@ -91,3 +95,76 @@ class FakeClock:
     @property
     def pending_timers(self) -> int:
         return sum(1 for _, _, t in self._timers if not t.cancelled)
+
+
+# How far the agent's monotonic clock and a server's clock may drift apart, per second (NTP keeps
+# clocks within tens of parts per million; ten times that, to be safe).
+DRIFT_PER_SECOND = 5e-4
+
+
+class ServerClock:
+    """An API server's clock, as the Date headers of its answers tell.
+
+    An answer dated D (whole seconds) was dated between sending the request and receiving the
+    answer, so the server's time minus our monotonic time lies in [D - received, D + 1 - sent].
+    Each answer narrows the interval (answers come at different moments of the second), which
+    is widened by the possible drift as time passes; an answer outside it (a clock stepped)
+    starts it over. The agent's own wall clock plays no part: `now()` is the server's time
+    whatever the agent's says, and `skew()` how far the agent's wall clock is off it. Cheap: a
+    header is parsed only when it differs from the last one.
+    """
+
+    def __init__(
+        self,
+        *,
+        monotonic: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self._monotonic = monotonic
+        self._wall = wall
+        self._low = -math.inf
+        self._high = math.inf
+        self._at = 0.0
+        self._header = ""
+        self._date = 0.0
+        self.answers = 0
+
+    def observe(self, date_header: str | None, sent: float, received: float) -> None:
+        """An answer carrying `date_header`, to a request sent at `sent` and answered at
+        `received` (monotonic seconds)."""
+        if not date_header:
+            return
+        if date_header != self._header:
+            try:
+                date = parsedate_to_datetime(date_header).timestamp()
+            except (TypeError, ValueError):
+                return
+            self._header, self._date = date_header, date
+        low, high = self._date - received, self._date + 1.0 - sent
+        slack = DRIFT_PER_SECOND * max(received - self._at, 0.0)
+        current_low, current_high = self._low - slack, self._high + slack
+        if low > current_high or high < current_low:
+            current_low, current_high = low, high
+        self._low, self._high = max(current_low, low), min(current_high, high)
+        self._at = received
+        self.answers += 1
+
+    @property
+    def known(self) -> bool:
+        return self.answers > 0
+
+    @property
+    def uncertainty(self) -> float:
+        """Half the width of what the answers allow (seconds)."""
+        return (self._high - self._low) / 2 if self.known else math.inf
+
+    def now(self) -> float | None:
+        """The server's time now (seconds since the epoch), None before any dated answer."""
+        if not self.known:
+            return None
+        return self._monotonic() + (self._low + self._high) / 2
+
+    def skew(self) -> float | None:
+        """How far the agent's wall clock is ahead of the server's (negative: behind)."""
+        server = self.now()
+        return None if server is None else self._wall() - server

@@ -31,7 +31,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
-from agent.kube.clock import REAL_CLOCK, Clock
+from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
 from agent.kube.errors import TransportError, WatchTimeoutError, from_response
 from agent.kube.http2 import Answer, ConnectionFailedError, Http2Client, NotHttp2Error
@@ -526,6 +526,8 @@ class _Connections:
         self.retired: set[_Slot] = set()
         self.background: set[asyncio.Task[None]] = set()
         self.host = urlsplit(config.host).netloc
+        # The server's clock, from the Date headers of its answers.
+        self.server_clock = ServerClock()
 
     def _make_slot(self, config: ClientConfig) -> _Slot:
         return _Slot(_engine(config, self.factory))
@@ -621,6 +623,11 @@ class Transport:
     @property
     def config(self) -> ClientConfig:
         return self._connections.config
+
+    @property
+    def server_clock(self) -> ServerClock:
+        """The API server's clock as its answers tell (agent.kube.clock)."""
+        return self._connections.server_clock
 
     @property
     def _config(self) -> ClientConfig:
@@ -729,6 +736,7 @@ class Transport:
             await self._release(slot)
             self.reachability.answered()
             self._observe(method, str(answer.status), started)
+            self.server_clock.observe(answer.headers.get("date"), started, time.monotonic())
             result = Response(
                 status=answer.status,
                 headers=answer.headers,
@@ -809,6 +817,7 @@ class Transport:
                     answered = True
                     self.reachability.answered()
                     self._observe(method, str(answer.status), started)
+                    self.server_clock.observe(answer.headers.get("date"), started, time.monotonic())
                     if answer.status < 400:
                         yield StreamResponse(answer.status, answer.headers, answer.chunks(), path)
                         return

@@ -104,7 +104,10 @@ def _sources(
         member_objects=MemberObjects(member, options),
         member_slices=MemberSlices(member),
         records=records,
-        link=ControlPlaneLink(options.cluster_lease_duration.total_seconds()),
+        link=ControlPlaneLink(
+            options.cluster_lease_duration.total_seconds(),
+            server_time=karmada.transport.server_clock.now,
+        ),
         interpreter_config=tuple(config_watches(karmada, interpreter)),
         interpreter=AgentInterpreter(interpreter),
     )

@@ -2,16 +2,18 @@
 off for longer than its Lease lasts (so the control plane has seen it as gone, and may have
 evicted its Works meanwhile).
 
-The heartbeat reports every renewal, with the renewTime the Lease had when it was read (after a
-failure, and at start: the last renewal of any agent of this cluster, before a restart too). A
-gap between two renewals longer than the lease duration is a long outage, remembered with the
-time the link came back. The deletion guard asks `outage()`; when the heartbeat has said nothing
-yet it reads the Lease once itself (`observe_lease`).
+The heartbeat reports every renewal. A gap between two renewals longer than the lease duration
+is a long outage, remembered with the time the link came back. Gaps are measured on the agent's
+own monotonic clock: between its renewals, and from its start to its first one. What happened
+before this process started is told by the renewTime the Lease had when it was read (at start,
+and after a failure: the last renewal of any agent of this cluster), compared with the control
+plane's own clock (agent.kube.clock.ServerClock, from the Date of its answers), never with the
+agent's wall clock, which may be off by minutes. The deletion guard asks `outage()`; when the
+heartbeat has said nothing yet it reads the Lease once itself (`observe_lease`).
 """
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,11 +43,16 @@ class ControlPlaneLink:
         lease_duration: float,
         *,
         clock: Clock = REAL_CLOCK,
-        wall_clock: Callable[[], datetime.datetime] | None = None,
+        server_time: Callable[[], float | None] = lambda: None,
     ) -> None:
         self.lease_duration = lease_duration
         self._clock = clock
-        self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        # The control plane's time now (seconds since the epoch), None while unknown.
+        self._server_time = server_time
+        try:
+            self._started: float | None = clock.now()
+        except RuntimeError:  # built outside the event loop: no start to measure from
+            self._started = None
         self._last_renewal: float | None = None
         self._lease_seen = False
         self._outage: Outage | None = None
@@ -62,9 +69,11 @@ class ControlPlaneLink:
         gaps = []
         if self._last_renewal is not None:
             gaps.append(now - self._last_renewal)
-        previous = parse_time(previous_renew_time)
-        if previous is not None:
-            gaps.append((self._wall() - previous).total_seconds())
+        elif self._started is not None:
+            gaps.append(now - self._started)
+        since = self._since(previous_renew_time)
+        if since is not None:
+            gaps.append(since)
         self._last_renewal = now
         self._note_gap(max(gaps, default=0.0), now)
 
@@ -73,9 +82,17 @@ class ControlPlaneLink:
         self._lease_seen = True
         if lease is None:
             return
-        previous = parse_time((lease.get("spec") or {}).get("renewTime"))
-        if previous is not None:
-            self._note_gap((self._wall() - previous).total_seconds(), self._clock.now())
+        since = self._since((lease.get("spec") or {}).get("renewTime"))
+        if since is not None:
+            self._note_gap(since, self._clock.now())
+
+    def _since(self, renew_time: object) -> float | None:
+        """How long ago, by the control plane's clock, the Lease was renewed at `renew_time`."""
+        previous = parse_time(renew_time)
+        server = self._server_time()
+        if previous is None or server is None:
+            return None
+        return server - previous.timestamp()
 
     def _note_gap(self, gap: float, now: float) -> None:
         if gap > self.lease_duration:

@@ -74,6 +74,31 @@ async def test_periodic_schedule_follows_the_injected_clock() -> None:
         assert periodic.skips == 0
 
 
+@pytest.mark.parametrize("step", [-600.0, 600.0], ids=["set back", "set forward"])
+async def test_a_stepped_wall_clock_moves_the_schedule_with_it(step: float) -> None:
+    """The node's clock set back ten minutes (or forward): the job still runs every interval of
+    the monotonic clock, neither held for ten minutes nor run in a burst."""
+    with wall_fake_clock() as clock:
+        ran_at: list[float] = []
+
+        async def job() -> None:
+            ran_at.append(clock.now())
+
+        periodic = Periodic("stepped", job, 10, clock=clock)
+        await periodic.start()
+        try:
+            assert await periodic.wait_runs(1, timeout=5)
+            clock.advance(10)
+            assert await periodic.wait_runs(2, timeout=5)
+            clock.shift_wall(step)
+            for runs in (3, 4):
+                clock.advance(10)
+                assert await periodic.wait_runs(runs, timeout=5)
+        finally:
+            await periodic.stop()
+        assert ran_at == [1000.0, 1010.0, 1020.0, 1030.0]
+
+
 async def test_periodic_keeps_going_after_failures() -> None:
     calls = 0
 

@@ -70,12 +70,20 @@ class DeletionGuard:
         self.threshold = ctx.options.work_deletion_hold_threshold
         self.link = ctx.sources.link
         self._clock = clock
-        self._wall = wall_clock or (lambda: datetime.datetime.now(datetime.UTC))
+        # When held deletions go ahead, said in the control plane's time (its Date headers) so
+        # that it reads right there whatever this agent's clock says.
+        self._wall = wall_clock or self._control_plane_now
         # Held Works: name -> until when (agent clock).
         self._held: dict[str, float] = {}
         self._outage: Outage | None = None
         self._dirty = False
         self._publisher: asyncio.Task[None] | None = None
+
+    def _control_plane_now(self) -> datetime.datetime:
+        server = self.ctx.karmada.transport.server_clock.now()
+        if server is None:
+            return datetime.datetime.now(datetime.UTC)
+        return datetime.datetime.fromtimestamp(server, datetime.UTC)
 
     @property
     def held(self) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -18,7 +19,9 @@ from agent.controllers.cluster_status import (
     trim_node,
     trim_pod,
 )
-from agent.kube.clock import FakeClock
+from agent.events import EventRecorder
+from agent.kube.clock import FakeClock, ServerClock
+from agent.kube.resources import EVENTS
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
@@ -330,6 +333,7 @@ class _Recorder:
     def __init__(self, cluster: dict[str, Any] | None = None) -> None:
         self.cluster = cluster
         self.calls: list[str] = []
+        self.transport = SimpleNamespace(server_clock=ServerClock())
 
     async def get(self, gvr: Any, name: str, **_: Any) -> dict[str, Any]:
         self.calls.append(f"get {gvr.resource}/{name}")
@@ -357,3 +361,64 @@ async def test_waits_for_the_cluster_controller_finalizer() -> None:
     assert karmada.calls == ["get clusters/member1"]
     assert member.calls == []
     assert controller.heartbeat is None
+
+
+async def test_clock_skew_is_reported_on_the_cluster(tmp_path: Path) -> None:
+    """The agent's clock 10 minutes ahead of the control plane's (its Date headers say so):
+    ClockSynchronized=False with how far, the gauge, one ClockSkewed Warning Event; a steady
+    skew writes nothing more; the clocks agreeing again turns it True."""
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
+        await register(karmada, member, options)
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        pair.karmada.set_clock_offset(-600)
+        registry = CollectorRegistry()
+        events = EventRecorder(karmada, component="karmada-agent")
+        controller = ClusterStatusController(
+            karmada=karmada,
+            member=member,
+            options=options,
+            metrics=AgentMetrics(registry),
+            events=events,
+        )
+        try:
+            await karmada.server_version()  # an answer dated by the skewed clock
+            await controller.sync_once()
+            obj = await pair.cluster()
+            assert obj is not None
+            clock = condition(obj, "ClockSynchronized")
+            assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
+            assert "600s ahead of the Karmada control plane" in clock["message"]
+            assert "member cluster" not in clock["message"]
+            skew = registry.get_sample_value(
+                "karmada_agent_clock_skew_seconds", {"server": "karmada"}
+            )
+            assert skew is not None
+            assert abs(skew - 600) < 2
+            await events.flush(5)
+            listed = await karmada.list(EVENTS, namespace="default")
+            skewed = [e for e in listed["items"] if e["reason"] == "ClockSkewed"]
+            assert len(skewed) == 1
+            assert skewed[0]["type"] == "Warning"
+            assert skewed[0]["involvedObject"]["kind"] == "Cluster"
+
+            status_writes = "clusters.cluster.karmada.io/status"
+            assert pair.karmada.accounting.counts(verb="update", resource=status_writes) >= 1
+            pair.karmada.accounting.reset()
+            for _ in range(3):
+                await controller.sync_once()
+            assert pair.karmada.accounting.counts(verb="update", resource=status_writes) == 0
+
+            pair.karmada.set_clock_offset(0)
+            await karmada.server_version()
+            await controller.sync_once()
+            obj = await pair.cluster()
+            assert obj is not None
+            assert condition(obj, "ClockSynchronized")["status"] == "True"
+        finally:
+            await controller.stop()
+            await events.stop()

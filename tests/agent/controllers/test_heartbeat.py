@@ -7,12 +7,31 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from agent.controllers.heartbeat import Heartbeat
+from agent.kube.clock import ServerClock
 from agent.registration import register
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
 from tests.fakewall import wall_fake_clock
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/karmada-cluster/leases/member1"
 MICRO = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+
+
+class ServerTimes(ServerClock):
+    """The control plane's clock reading the given moments, one per renewal."""
+
+    def __init__(self, *moments: datetime) -> None:
+        super().__init__()
+        self.moments = iter(moments)
+
+    def now(self) -> float | None:
+        return next(self.moments).timestamp()
+
+
+class ServerAtWallTime(ServerClock):
+    """The control plane's clock reading this process's (faked) wall clock."""
+
+    def now(self) -> float | None:
+        return datetime.now(UTC).timestamp()
 
 
 async def test_lease_created_owned_and_renewed(tmp_path: Path) -> None:
@@ -24,11 +43,11 @@ async def test_lease_created_owned_and_renewed(tmp_path: Path) -> None:
         await register(karmada, member, pair.options(report_secrets=()))
         cluster = await pair.cluster()
         assert cluster is not None
-        times = iter(
-            [datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 0, 10, 5, tzinfo=UTC)]
+        server = ServerTimes(
+            datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 0, 0, 10, 5, tzinfo=UTC)
         )
         heartbeat = Heartbeat(
-            karmada, "member1", lease_duration=40, renew_interval=10, wall_clock=lambda: next(times)
+            karmada, "member1", lease_duration=40, renew_interval=10, server_clock=server
         )
         await heartbeat.renew_once()
         lease = await pair.karmada_get(LEASE)
@@ -88,7 +107,12 @@ async def test_scheduled_heartbeat_renews_every_interval_of_its_clock(tmp_path: 
         with wall_fake_clock() as clock:
             started = datetime.now(UTC).replace(tzinfo=None)
             heartbeat = Heartbeat(
-                karmada, "member1", lease_duration=40, renew_interval=10, clock=clock
+                karmada,
+                "member1",
+                lease_duration=40,
+                renew_interval=10,
+                clock=clock,
+                server_clock=ServerAtWallTime(),
             )
             await heartbeat.start()
             try:
@@ -140,3 +164,35 @@ async def test_renewal_is_one_put_and_a_conflict_reads_again(tmp_path: Path) -> 
         assert renewed is not None
         assert renewed["metadata"]["labels"] == {"touched": "yes"}
         assert renewed["metadata"]["resourceVersion"] != lease["metadata"]["resourceVersion"]
+
+
+async def test_renew_time_is_the_control_planes_time_and_never_goes_back(tmp_path: Path) -> None:
+    """The agent's clock is 10 minutes ahead of the control plane's: renewTime is the control
+    plane's time (the Date of its answers). Then the agent's clock is set right, as if it had
+    jumped 10 minutes back: renewTime still moves forward."""
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        await register(karmada, member, pair.options(report_secrets=()))
+        pair.karmada.set_clock_offset(-600)  # the agent is 10 minutes ahead
+        heartbeat = Heartbeat(karmada, "member1", lease_duration=40, renew_interval=10)
+        await karmada.server_version()  # an answer with the control plane's Date
+        await heartbeat.renew_once()
+        first = await pair.karmada_get(LEASE)
+        assert first is not None
+        renewed_at = datetime.strptime(first["spec"]["renewTime"], "%Y-%m-%dT%H:%M:%S.%fZ")
+        behind = datetime.now(UTC).replace(tzinfo=None) - timedelta(seconds=600)
+        assert abs((renewed_at - behind).total_seconds()) < 3
+        # A Lease renewTime someone wrote in the future (an agent whose clock was ahead): the
+        # next renewals still move it forward.
+        async with pair.karmada.client() as client:
+            lease = (await client.get(LEASE)).json()
+            lease["spec"]["renewTime"] = "2099-01-01T00:00:00.000000Z"
+            assert (await client.put(LEASE, json=lease)).status_code == 200
+        await heartbeat.renew_once()
+        await heartbeat.renew_once()
+        last = await pair.karmada_get(LEASE)
+        assert last is not None
+        assert last["spec"]["renewTime"] == "2099-01-01T00:00:00.000002Z"

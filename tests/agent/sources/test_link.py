@@ -1,9 +1,13 @@
 """ControlPlaneLink: a long outage is a gap of more than the lease duration between renewals,
-as this process saw them or as the Lease's renewTime says (after a restart)."""
+as this process saw them on its monotonic clock, or as the Lease's renewTime says by the control
+plane's clock (after a restart); the agent's own wall clock has no say."""
 
 from __future__ import annotations
 
 import datetime
+import time
+
+import pytest
 
 from agent.kube.clock import FakeClock
 from agent.sources.link import ControlPlaneLink, Outage
@@ -13,10 +17,12 @@ WALL = datetime.datetime(2026, 5, 1, 12, 0, 0, tzinfo=datetime.UTC)
 
 
 def link_at(clock: FakeClock) -> ControlPlaneLink:
+    """A link whose control plane's clock reads WALL when the agent's monotonic clock reads
+    1000 (FakeClock's start)."""
     return ControlPlaneLink(
         LEASE,
         clock=clock,
-        wall_clock=lambda: WALL + datetime.timedelta(seconds=clock.now() - 1000.0),
+        server_time=lambda: WALL.timestamp() + clock.now() - 1000.0,
     )
 
 
@@ -73,3 +79,36 @@ def test_a_lease_read_by_the_guard_tells_the_same() -> None:
     outage = link.outage()
     assert outage is not None
     assert round(outage.seconds) == 120
+
+
+def test_the_agents_wall_clock_has_no_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent whose clock is 10 minutes ahead, restarted right after another agent renewed:
+    by the control plane's clock the Lease is 4 s old, no outage."""
+    ahead = WALL + datetime.timedelta(minutes=10)
+    monkeypatch.setattr(time, "time", lambda: ahead.timestamp())
+    clock = FakeClock()
+    link = link_at(clock)
+    recent = (WALL - datetime.timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    link.renewed(recent)
+    assert link.outage() is None
+
+
+def test_without_the_control_planes_time_the_lease_tells_nothing() -> None:
+    clock = FakeClock()
+    link = ControlPlaneLink(LEASE, clock=clock, server_time=lambda: None)
+    stale = (WALL - datetime.timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    link.observe_lease({"spec": {"renewTime": stale}})
+    link.renewed(stale)
+    assert link.outage() is None
+
+
+def test_a_first_renewal_long_after_start_is_an_outage() -> None:
+    """Started while the control plane was out of reach (serving its record): the first
+    renewal, 90 s later on the agent's monotonic clock, ends an outage of at least that."""
+    clock = FakeClock()
+    link = ControlPlaneLink(LEASE, clock=clock, server_time=lambda: None)
+    clock.advance(90)
+    link.renewed()
+    outage = link.outage()
+    assert outage is not None
+    assert outage.seconds == 90

@@ -11,6 +11,7 @@ import stat
 import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from pathlib import Path
 
 import httpx
@@ -156,3 +157,28 @@ async def test_expired_client_certificate_gets_401_not_a_handshake_failure(emu: 
         r = await client.get("/api/v1/namespaces")
     assert r.status_code == 401
     assert r.json() == UNAUTHORIZED
+
+
+@pytest.mark.parametrize("http2", [False, True], ids=["HTTP/1.1", "HTTP/2"])
+async def test_every_answer_is_dated_by_the_servers_clock(emu: Emulator, http2: bool) -> None:
+    """As Go's HTTP server dates every answer (errors and watches too), by the server's clock:
+    one set 10 minutes behind this host's dates its answers so, and stamps objects so."""
+    emu.set_clock_offset(-600)
+    async with emu.https_client(http2=http2) as client:
+        ok = await client.get("/api/v1/namespaces/default/configmaps")
+        missing = await client.get("/api/v1/namespaces/default/configmaps/nothing")
+        created = await client.post(
+            "/api/v1/namespaces/default/configmaps", json={"metadata": {"generateName": "d-"}}
+        )
+        async with client.stream(
+            "GET", "/api/v1/namespaces/default/configmaps", params={"watch": "1"}
+        ) as watch:
+            watch_date = watch.headers.get("date")
+    assert ok.http_version == ("HTTP/2" if http2 else "HTTP/1.1")
+    behind = datetime.now(UTC) - timedelta(seconds=600)
+    for answer_date in (ok.headers["date"], missing.headers["date"], watch_date):
+        assert answer_date is not None
+        assert abs((parsedate_to_datetime(answer_date) - behind).total_seconds()) < 5
+    assert missing.status_code == 404
+    stamped = datetime.fromisoformat(created.json()["metadata"]["creationTimestamp"])
+    assert abs((stamped - behind).total_seconds()) < 5
