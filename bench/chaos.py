@@ -18,6 +18,10 @@ proxy (emulator.netproxy) at 300 ms RTT and 256 kbit/s. The scenario, in order:
 5. the member goes offline for `--member-outage` seconds;
 6. the faults end (rules removed, watch cuts stopped; the slow link stays).
 
+Also reported: what the slow link carried after the member came back, until every Work
+converged: bytes each way at the proxy (TLS and all), and the body bytes of the agent's requests
+to the control plane by verb and resource (the emulator's accounting), with their count.
+
 Pass criteria (`failures()`), reported by the benchmark and asserted by tests/e2e/test_chaos.py
 at a small size: every Work converges (Applied=True, its member object as specified) within
 30 s after the faults end; no Work lost; no member object deleted by the agent; the agent never
@@ -203,6 +207,8 @@ async def _scenario(
         await _offline(member, scale.member_outage)
         await _until(lambda: _online(member), scale.member_outage + 30, "member back")
         clock.mark("member_online")
+        link_at_member_back = (link.bytes_up, link.bytes_down)
+        requests_at_member_back = await _call(cp.requests())
     finally:
         cutter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -224,6 +230,11 @@ async def _scenario(
     with contextlib.suppress(TimeoutError):
         await _until(converged, CONVERGE_WITHIN_SECONDS * 4, "every Work converged", agent)
     clock.mark("converged" if converged_at else "gave_up")
+    slow_link = {
+        "bytes_to_control_plane": link.bytes_up - link_at_member_back[0],
+        "bytes_from_control_plane": link.bytes_down - link_at_member_back[1],
+        "requests": _request_bytes(requests_at_member_back, await _call(cp.requests())),
+    }
     await _until(lambda: _quiet(admin), 60, "the agent's Events settled", agent)
 
     works_left = {
@@ -251,6 +262,8 @@ async def _scenario(
         "control_plane_connection_attempts_in_outage": outage_attempts,
         "control_plane_attempts_per_second_in_outage": round(outage_attempts / outage_seconds, 2),
         "control_plane_attempt_moments_in_outage": attempt_times,
+        "slow_link_after_member_back": slow_link,
+        "slow_link_total_bytes": {"to_control_plane": link.bytes_up, "from": link.bytes_down},
         "works_applied_at_kill": len(applied_at_kill),
         "member_drift_during_outage": drifted,
         "faults_fired": fired,
@@ -396,6 +409,36 @@ async def _online(emu: EmulatorProcess) -> bool:
     except Exception:
         return False
     return not state["offline"]
+
+
+def _request_bytes(before: list[JSON], after: list[JSON]) -> dict[str, dict[str, int]]:
+    """What the agent asked of the control plane between two readings of its accounting, by
+    `verb resource[/subresource]`: requests and body bytes each way, the heaviest first."""
+
+    def by_kind(rows: list[JSON]) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for row in rows:
+            if "path" in row:
+                kind = f"{row['verb']} {row['path']}"
+            else:
+                sub = f"/{row['subresource']}" if row.get("subresource") else ""
+                kind = f"{row['verb']} {row.get('resource', '')}{sub}"
+            totals = out.setdefault(kind, [0, 0, 0])
+            for i, field_ in enumerate(("count", "requestBytes", "responseBytes")):
+                totals[i] += int(row.get(field_, 0))
+        return out
+
+    start, end = by_kind(before), by_kind(after)
+    delta = {
+        kind: [n - m for n, m in zip(totals, start.get(kind, [0, 0, 0]), strict=True)]
+        for kind, totals in end.items()
+    }
+    ranked = sorted(delta.items(), key=lambda kv: -(kv[1][1] + kv[1][2]))
+    return {
+        kind: {"requests": n, "request_bytes": sent, "response_bytes": answered}
+        for kind, (n, sent, answered) in ranked
+        if n or sent or answered
+    }
 
 
 async def _lists(emu: EmulatorProcess, resource: str) -> int:

@@ -40,11 +40,12 @@ from typing import Any
 
 from agent.kube.client import GVR, KubeClient
 from agent.kube.errors import KubeError, NotFoundError
-from agent.kube.resources import CONFIGMAPS
+from agent.kube.resources import CONFIGMAPS, EVENTS
+from agent.resources import WORKS
 from emulator.storage import ETCD_MAX_REQUEST_BYTES
 from emulator.works import control_plane_work
 
-from .agent_latency import AGENT_USER, CLUSTER, ES, EVENTS, JSON, WORKS, cluster_ready, cpu_seconds
+from .agent_latency import AGENT_USER, CLUSTER, ES, JSON, cluster_ready, cpu_seconds
 from .chaos import AgentProcess
 from .emulators import EmulatorProcess, emulator_process
 from .report import report

@@ -1,14 +1,17 @@
-"""Request accounting: how many requests the emulator served, by verb, resource and user.
+"""Request accounting: how many requests the emulator served, by verb, resource and user, and
+the bytes of their bodies each way.
 
 Registered as an ApiServer hook, so it sees every request that passed authentication
 and authorization (and is counted before fault injection, so injected failures count
-as calls the client made). Readable from tests and over HTTP at /_emulator/requests.
+as calls the client made); and as a response hook, for the size of each answer's body (a watch's
+as it streams). Readable from tests and over HTTP at /_emulator/requests.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -86,12 +89,34 @@ class Accounting:
 
     def __init__(self) -> None:
         self._counts: Counter[RequestKey] = Counter()
+        self._bytes_in: Counter[RequestKey] = Counter()
+        self._bytes_out: Counter[RequestKey] = Counter()
 
     async def hook(self, req: ApiRequest, attrs: RequestAttributes) -> None:
-        self._counts[_key(req, attrs)] += 1
+        key = _key(req, attrs)
+        self._counts[key] += 1
+        self._bytes_in[key] += len(req.body or b"")
+
+    def response_hook(self, req: ApiRequest, response: ApiResponse) -> None:
+        """Register with `api.response_hooks`: the bytes of the answer's body."""
+        if not isinstance(req.attributes, RequestAttributes) or req.user is None:
+            return
+        key = _key(req, req.attributes)
+        if key not in self._counts:
+            return  # refused before the hooks (not a call counted here)
+        self._bytes_out[key] += len(response.body)
+        if response.stream is not None:
+            response.stream = self._counted(key, response.stream)
+
+    async def _counted(self, key: RequestKey, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        async for chunk in stream:
+            self._bytes_out[key] += len(chunk)
+            yield chunk
 
     def reset(self) -> None:
         self._counts.clear()
+        self._bytes_in.clear()
+        self._bytes_out.clear()
 
     def counts(
         self,
@@ -104,6 +129,19 @@ class Accounting:
     ) -> int:
         """Requests matching every given filter. `resource` takes a ResourceSpec string."""
         return sum(n for _, n in self._matching(verb, resource, user, namespace, path))
+
+    def body_bytes(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        user: str | None = None,
+        namespace: str | None = None,
+        path: str | None = None,
+    ) -> tuple[int, int]:
+        """(request bytes, response bytes) of the bodies of the requests matching the filters."""
+        keys = [key for key, _ in self._matching(verb, resource, user, namespace, path)]
+        return sum(self._bytes_in[k] for k in keys), sum(self._bytes_out[k] for k in keys)
 
     def watches_opened(self, *, resource: str | None = None, user: str | None = None) -> int:
         return self.counts(verb="watch", resource=resource, user=user)
@@ -122,7 +160,13 @@ class Accounting:
     ) -> list[dict[str, Any]]:
         rows = []
         for key, n in self._matching(verb, resource, user, namespace, path):
-            row: dict[str, Any] = {"verb": key.verb, "user": key.user, "count": n}
+            row: dict[str, Any] = {
+                "verb": key.verb,
+                "user": key.user,
+                "count": n,
+                "requestBytes": self._bytes_in[key],
+                "responseBytes": self._bytes_out[key],
+            }
             if key.path:
                 row["path"] = key.path
             else:

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from email.utils import formatdate
 from typing import TYPE_CHECKING, Any
 
-from . import discovery, errors
+from . import discovery, errors, partial
 from .admission import WebhookAdmission
 from .builtin import builtin_types
 from .crd import CrdController, CrdSchema
@@ -103,6 +103,8 @@ class ApiServer:
         self.reviews: dict[tuple[str, str], ReviewFn] = dict(reviews or {})
         self.subresource_handlers: dict[tuple[str, str, str], SubresourceFn] = {}
         self.hooks: list[Hook] = []
+        # Told of every answer to a request that got past authentication (accounting).
+        self.response_hooks: list[Callable[[ApiRequest, ApiResponse], None]] = []
         self.config = config or ServerConfig()
         # Where Services are reached (webhooks, aggregated API servers): no cluster network.
         self.services = ServiceNetwork()
@@ -148,8 +150,11 @@ class ApiServer:
         except Exception as exc:  # the chain must answer, as kube-apiserver's panic filter
             log.exception("internal error serving %s %s", req.method, req.path)
             response = error_response(errors.internal(repr(exc)))
+        response = partial.transform(req, response)
         # Go's HTTP server dates every answer (RFC 7231, whole seconds), by the server's clock.
         response.headers.setdefault("date", formatdate(self.config.clock(), usegmt=True))
+        for observe in list(self.response_hooks):
+            observe(req, response)
         return response
 
     # ------------------------------------------------------------------ chain
@@ -164,7 +169,7 @@ class ApiServer:
             req.user = impersonate(req, req.user, self.authorizer)
         user = req.user
         assert user is not None
-        attrs = parse_request_info(req)
+        attrs = req.attributes = parse_request_info(req)
         if self.authorizer is not None:
             allowed, reason = await _maybe_await(self.authorizer.authorize(user, attrs))
             if not allowed:

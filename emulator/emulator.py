@@ -118,6 +118,7 @@ class Emulator:
         self.faults = Faults(self.api.storage, seed=fault_seed)
         # Accounting first: requests failed by an injected fault are still calls made.
         self.api.hooks.append(self.accounting.hook)
+        self.api.response_hooks.append(self.accounting.response_hook)
         self.api.hooks.append(self.faults.hook)
         routes: dict[str, Route] = {"faults": self.faults.http, "requests": self.accounting.http}
         self.front = ControlRouter(self.api, self.api.authenticator.authenticate, routes)

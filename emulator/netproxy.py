@@ -13,7 +13,9 @@ runs:
 - `refuse = True`: new connections are closed at once (a server that is down).
 
 `connections` counts the connections clients opened, `attempts_since(t)` those after a moment
-(loop time), so a test can measure how hard a client retries while the link is down.
+(loop time), so a test can measure how hard a client retries while the link is down;
+`bytes_up` and `bytes_down` count what crossed the link towards the server and back (TLS and
+all), so a benchmark can tell what a slow link carried.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class LinkProxy:
     refuse: bool = False
     connections: int = 0
     opened_at: list[float] = field(default_factory=list)
+    bytes_up: int = 0
+    bytes_down: int = 0
     _server: asyncio.Server | None = None
     _writers: set[asyncio.StreamWriter] = field(default_factory=set)
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
@@ -104,14 +108,18 @@ class LinkProxy:
         assert task is not None
         self._tasks.add(task)
         try:
-            await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+            await asyncio.gather(
+                self._pipe(reader, up_writer, up=True), self._pipe(up_reader, writer, up=False)
+            )
         finally:
             self._tasks.discard(task)
             for w in (writer, up_writer):
                 self._writers.discard(w)
                 w.transport.abort()
 
-    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    async def _pipe(
+        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *, up: bool
+    ) -> None:
         """One direction: a delay line (each chunk leaves `latency` after it arrived) feeding a
         sender paced by `bandwidth`."""
         line: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -140,6 +148,10 @@ class LinkProxy:
                     if wait > 0:
                         await asyncio.sleep(wait)
                     dst.write(data)
+                    if up:
+                        self.bytes_up += len(data)
+                    else:
+                        self.bytes_down += len(data)
                     await dst.drain()
         finally:
             receiver.cancel()

@@ -47,6 +47,8 @@ class ApiRequest:
     remote: str = ""
     # Filled in by the authentication step.
     user: UserInfo | None = None
+    # Filled in by the request-info step (an emulator.requestinfo.RequestAttributes).
+    attributes: Any = None
 
     @classmethod
     def from_target(cls, method: str, target: str, **kw: Any) -> ApiRequest:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from emulator.accounting import Accounting, ResourceSpec
+from emulator.emulator import run_emulator
 from emulator.faults import ControlRouter, Faults
 from emulator.transport import EmulatorTransport
 
@@ -98,6 +101,9 @@ async def test_http_view_filter_and_reset() -> None:
                 "verb": "list",
                 "user": "alice",
                 "count": 2,
+                "requestBytes": 0,
+                # The rig registers no response hook: answers are not measured.
+                "responseBytes": 0,
                 "group": "",
                 "resource": "configmaps",
                 "subresource": "",
@@ -121,3 +127,32 @@ def test_resource_spec_parsing() -> None:
     assert core_pods.matches("", "pods", "")
     assert not core_pods.matches("metrics.k8s.io", "pods", "")
     assert str(ResourceSpec.parse("leases.coordination.k8s.io")) == "leases.coordination.k8s.io"
+
+
+async def test_body_bytes_each_way_watches_as_they_stream() -> None:
+    async with run_emulator("member", name="member1") as emu, emu.client() as admin:
+        emu.accounting.reset()  # what the emulator's own controllers did at start
+        body = json.dumps({"metadata": {"name": "c1"}, "data": {"k": "v" * 1000}}).encode()
+        created = await admin.post(
+            "/api/v1/namespaces/default/configmaps",
+            content=body,
+            headers={"content-type": "application/json"},
+        )
+        got = await admin.get("/api/v1/namespaces/default/configmaps/c1")
+        sent, answered = emu.accounting.body_bytes(verb="create", resource="configmaps")
+        assert (sent, answered) == (len(body), len(created.content))
+        assert emu.accounting.body_bytes(verb="get", resource="configmaps") == (0, len(got.content))
+        version = created.json()["metadata"]["resourceVersion"]
+        async with admin.stream(
+            "GET",
+            "/api/v1/namespaces/default/configmaps",
+            params={"watch": "1", "resourceVersion": "0"},
+        ) as watch:
+            async for line in watch.aiter_lines():
+                if version in line:
+                    streamed = len(line)
+                    break
+        _, watched = emu.accounting.body_bytes(verb="watch", resource="configmaps")
+        assert watched >= streamed
+        rows = emu.accounting.rows(verb="create")
+        assert rows[0]["requestBytes"] == len(body)

@@ -47,6 +47,8 @@ async def test_forwards_unchanged() -> None:
         echoed, _ = await round_trip(proxy, b"hello" * 1000)
         assert echoed == b"hello" * 1000
         assert proxy.connections == 1
+        # What crossed the link each way.
+        assert (proxy.bytes_up, proxy.bytes_down) == (5000, 5000)
 
 
 async def test_latency_is_added_each_way() -> None:
