@@ -16,6 +16,19 @@ from agent.resources import WORKS
 JsonDict = dict[str, Any]
 
 
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386: `patch` merged into `target` (None removes a key, lists are replaced)."""
+    if not isinstance(patch, dict):
+        return patch
+    merged = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patch(merged.get(key), value)
+    return merged
+
+
 class WorkInformer(WatchedReflector):
     def __init__(self, client: KubeClient, namespace: str, *, name: str = "works") -> None:
         super().__init__(
@@ -49,16 +62,37 @@ class WorkInformer(WatchedReflector):
         over the Work as given (its resourceVersion; a 409 Conflict otherwise): for a write of
         a list another writer may have changed meanwhile."""
         meta = work.get("metadata") or {}
+        name = str(meta.get("name"))
         body: JsonDict = {"status": status}
         if precondition:
             body["metadata"] = {"resourceVersion": meta.get("resourceVersion")}
-        updated = await self.client.patch(
+        # Answered with the metadata only: the rest is the Work as we knew it with our status
+        # merged in (over a slow link the whole Work back, for every status write, was most of
+        # what crossed it).
+        answer = await self.client.patch(
             WORKS,
-            str(meta.get("name")),
+            name,
             body,
             patch_type="merge",
             namespace=self.namespace,
             subresource="status",
+            metadata_only=True,
         )
+        known = self.get(name) or work
+        written = answer.get("metadata") or {}
+        known_meta = known.get("metadata") or {}
+        if answer.get("kind") == "PartialObjectMetadata" and all(
+            written.get(key) == known_meta.get(key) for key in ("uid", "generation")
+        ):
+            updated = {
+                **known,
+                "metadata": written,
+                "status": merge_patch(known.get("status") or {}, status),
+            }
+        elif answer.get("kind") == "PartialObjectMetadata":
+            # The Work changed meanwhile (its spec): read it whole.
+            updated = await self.client.get(WORKS, name, namespace=self.namespace)
+        else:
+            updated = answer  # a server that answered with the whole Work
         self.reflector.observe(updated)
         return updated

@@ -67,3 +67,22 @@ async def test_spec_change_is_applied_when_our_status_write_overtakes_its_watch_
 
 async def _cached(pair: Any, name: str) -> JsonDict | None:
     return pair.execution.works.get(name)  # type: ignore[no-any-return]
+
+
+async def test_a_status_write_is_answered_with_the_metadata_only() -> None:
+    """Over a slow link the whole Work back for every status write was most of what crossed
+    it: the answer is the Work's metadata, and the cache holds the Work with our status."""
+    big = configmap("big", data={"blob": "x" * 20_000})
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("big", [big]))
+        await pair.wait_work("big", APPLIED_OK)
+        _, answered = pair.cp.accounting.body_bytes(verb="patch", resource="works/status")
+        assert 0 < answered < 5_000
+        cached = pair.execution.works.get("big")
+        assert cached is not None
+        assert APPLIED_OK(cached)
+        assert cached["spec"]["workload"]["manifests"][0]["data"]["blob"] == "x" * 20_000
+        live = await pair.get_work("big")
+        assert cached["metadata"]["resourceVersion"] == live["metadata"]["resourceVersion"]
+        assert cached["status"] == live["status"]
