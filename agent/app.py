@@ -272,13 +272,20 @@ class Agent:
             return True
 
     async def _start_offline(self) -> None:
-        """Serve the recorded Works until registration succeeds (agent.offline)."""
+        """Serve the recorded Works until registration succeeds (agent.offline); when the
+        record cannot be read, again at the next registration attempt."""
         assert self.karmada is not None
         assert self.member is not None
+        try:
+            self.offline = await serve_recorded(
+                self.karmada, self.member, self.options, self._new_context
+            )
+        except KubeError as exc:
+            self.log.warning(
+                "cannot read the Work records on the member; trying again", error=str(exc)
+            )
+            return
         self._offline_tried = True
-        self.offline = await serve_recorded(
-            self.karmada, self.member, self.options, self._new_context
-        )
 
     async def _end_offline(self) -> None:
         """Stop serving the record; report the status it queued, one write per Work."""

@@ -17,7 +17,6 @@ from agent.controllers import load_builders
 from agent.controllers.manager import ControllerManager
 from agent.karmada.names import execution_namespace
 from agent.kube.client import KubeClient
-from agent.kube.errors import KubeError
 from agent.logs import get_logger
 from agent.options import Options
 from agent.sources import Sources, offline_sources, work_records
@@ -36,13 +35,11 @@ async def serve_recorded(
     context: Callable[[Sources], AgentContext],
 ) -> OfflineServing | None:
     """Start serving the Works recorded on the member, on a context that `context` builds on
-    the offline sources; None when there are none (or they cannot be read)."""
+    the offline sources; None when there are none. Raises KubeError when the record cannot be
+    read (the caller tries again: a member that failed one request must not leave the agent
+    idle for the whole outage)."""
     records = work_records(member, options)
-    try:
-        recorded = await records.load()
-    except KubeError as exc:
-        log.warning("cannot read the Work records on the member", error=str(exc))
-        recorded = []
+    recorded = await records.load()
     if not recorded:
         log.info("no recorded Works to serve while the control plane is unreachable")
         return None

@@ -90,7 +90,10 @@ async def configmap_data(member: KubeClient, name: str) -> dict[str, str] | None
 
 
 @pytest.mark.timeout(120)
-async def test_agent_started_during_an_outage_serves_its_record(tmp_path: Path) -> None:
+@pytest.mark.parametrize("first_read_fails", [False, True], ids=["read", "read fails once"])
+async def test_agent_started_during_an_outage_serves_its_record(
+    tmp_path: Path, first_read_fails: bool
+) -> None:
     async with (
         run_emulator(profile="karmada", name="karmada") as cp,
         run_emulator(profile="member", name=CLUSTER) as member_emu,
@@ -127,6 +130,9 @@ async def test_agent_started_during_an_outage_serves_its_record(tmp_path: Path) 
                 namespace="default",
             )
 
+            if first_read_fails:
+                # The member fails the first read of the record: it is read again.
+                member_emu.faults.fail_next(1, 500, verb="list", resource="secrets")
             async with agent_running(karmada_kc, member_kc) as agent:
                 # Served from the record while the control plane stays unreachable.
                 await eventually(
