@@ -63,6 +63,8 @@ EXIT_FAILURE = 1
 REGISTRATION_RETRY_MAX = 30.0
 # The control plane's reconnect slots: 1 s, doubling with +-50% jitter, at most 10 s apart.
 RECONNECT_INITIAL = 1.0
+# While registration waits for a member that is down, how often it asks whether it is back.
+MEMBER_PROBE_INTERVAL = 1.0
 RECONNECT_CAP = 10.0
 DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 
@@ -250,17 +252,18 @@ class Agent:
                     return False
                 delay = round(backoff.next(), 1)
                 self.log.warning("registration failed; retrying", error=str(exc), delay=delay)
-                if not self._offline_tried:
-                    await self._start_offline()
                 # A side that did not answer: retry as soon as it answers again (the agent's
-                # other requests to it find out), not a long backoff later.
+                # other requests to it find out, the offline start's among them), not a long
+                # backoff later.
                 down = [
                     client.transport.reachability
                     for client in (self.karmada, self.member)
                     if not client.transport.reachability.reachable
                 ]
+                if not self._offline_tried:
+                    await self._start_offline()
                 if down:
-                    await sleep_unless_answered(delay, down)
+                    await self._sleep_unless_answered(delay, down)
                 else:
                     await asyncio.sleep(delay)
                 continue
@@ -270,6 +273,31 @@ class Agent:
                 execution_namespace=f"karmada-es-{self.options.cluster_name}",
             )
             return True
+
+    async def _sleep_unless_answered(self, delay: float, down: list[Reachability]) -> None:
+        """Wait `delay`, or until a side that did not answer answers again. The member is local
+        and never gated: while it is down it is asked every MEMBER_PROBE_INTERVAL whether it is
+        back, so that registration (and with it the whole agent) does not wait out a long
+        backoff after a member outage."""
+        assert self.member is not None
+        member = self.member
+        probe = None
+        if member.transport.reachability in down:
+
+            async def probe_member() -> None:
+                while not member.transport.reachability.reachable:
+                    with contextlib.suppress(KubeError):
+                        await member.raw_get("/readyz", timeout=MEMBER_PROBE_INTERVAL)
+                    await asyncio.sleep(MEMBER_PROBE_INTERVAL)  # the probe's own pace
+
+            probe = asyncio.create_task(probe_member(), name="member probe")
+        try:
+            await sleep_unless_answered(delay, down)
+        finally:
+            if probe is not None:
+                probe.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await probe
 
     async def _start_offline(self) -> None:
         """Serve the recorded Works until registration succeeds (agent.offline); when the

@@ -113,7 +113,8 @@ class Heartbeat:
     async def _owner_reference(self) -> JsonDict | None:
         if self._owner is None:
             try:
-                cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
+                # Its name and uid are all the reference needs (the whole Cluster is large).
+                cluster = await self.karmada.get(CLUSTERS, self.cluster_name, metadata_only=True)
             except KubeError as exc:
                 log.info(
                     "heartbeat: cannot read Cluster %s for the owner: %s", self.cluster_name, exc

@@ -154,8 +154,14 @@ class KubeClient:
         *,
         namespace: str | None = None,
         subresource: str | None = None,
+        metadata_only: bool = False,
     ) -> JsonDict:
-        return await self._json("GET", gvr.path(namespace, name, subresource))
+        """The object; with `metadata_only`, its metadata only (a PartialObjectMetadata)."""
+        return await self._json(
+            "GET",
+            gvr.path(namespace, name, subresource),
+            accept=METADATA_ONLY if metadata_only else "application/json",
+        )
 
     async def list_pages(
         self,

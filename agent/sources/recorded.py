@@ -77,6 +77,7 @@ class RecordedWorks(_NotWatched, WorkInformer):
                         patch_type="merge",
                         namespace=self.namespace,
                         subresource="status",
+                        metadata_only=True,  # the whole Work back would only cost the link
                     )
                 except NotFoundError:
                     log.info("Work gone while offline; its queued status is dropped", work=name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from pathlib import Path
@@ -85,6 +86,34 @@ async def test_agent_registers_reports_serves_and_stops(tmp_path: Path) -> None:
                 pass
             else:
                 raise AssertionError("health endpoint still served after shutdown")
+
+
+async def test_registration_goes_on_as_soon_as_the_member_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The member is down at start until registration's backoff has grown to several seconds:
+    once it is back, registration does not wait that out (up to 30 s) to find out."""
+    caplog.set_level(logging.INFO)
+    async with emulator_pair(tmp_path) as pair:
+        await pair.member.faults.go_offline()
+        agent, task = start(pair.options())
+
+        async def long_backoff() -> bool:
+            delays = [getattr(r, "agent_log_fields", {}).get("delay") for r in caplog.records]
+            return any(isinstance(d, float | int) and d >= 6 for d in delays)
+
+        await wait_for(long_backoff, timeout=40)
+        await pair.member.faults.come_back()
+        loop = asyncio.get_running_loop()
+        back = loop.time()
+        await wait_for(lambda: _true(agent.registration is not None), timeout=20)
+        assert loop.time() - back < 3.0
+        agent.stop_event.set()
+        assert await asyncio.wait_for(task, 10) == EXIT_OK
+
+
+async def _true(value: bool) -> bool:
+    return value
 
 
 async def _ok(http: httpx.AsyncClient, url: str) -> bool:
