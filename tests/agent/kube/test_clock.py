@@ -122,7 +122,7 @@ async def test_the_transport_learns_the_servers_clock_from_its_answers() -> None
         skew = clock.skew()
         assert skew is not None
         assert skew == pytest.approx(600.0, abs=1.5)
-        # The sibling with a budget of its own shares what the connections learnt.
-        assert client.transport.with_own_budget().server_clock is clock
+        # The background sibling (Events, the Work record) shares what the connections learnt.
+        assert client.transport.background().server_clock is clock
     finally:
         await client.close()
