@@ -11,15 +11,10 @@ from datetime import timedelta
 from typing import Any, cast
 
 from agent.logs import configure_logging, get_logger
-from agent.options import (
-    PROGRAM,
-    HelpRequested,
-    Options,
-    OptionsError,
-    format_duration,
-    parse_options,
-    start_warnings,
-)
+from agent.options import HelpRequested, Options, OptionsError, parse_options
+from agent.options.compatibility import start_warnings
+from agent.options.durations import format_duration
+from agent.options.parser import PROGRAM
 from agent.version import VERSION, build_info
 
 EXIT_OK = 0

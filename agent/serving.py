@@ -19,7 +19,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import Metric
 
 from agent.logs import get_logger
-from agent.options import BindAddress
+from agent.options.bind_address import BindAddress
 
 log = get_logger(__name__)
 

@@ -14,7 +14,7 @@ from datetime import timedelta
 
 from agent.karmada import names
 from agent.kube.errors import KubeError
-from agent.options import parse_duration
+from agent.options.durations import parse_duration
 
 from . import PROGRAM, csr, discovery, register, render, token_cmd, tokens, unregister
 

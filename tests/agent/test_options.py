@@ -1,4 +1,4 @@
-"""Flags, defaults and validation of karmada-agent (agent/options.py)."""
+"""Flags, defaults and validation of karmada-agent (agent/options/)."""
 
 from __future__ import annotations
 
@@ -11,23 +11,15 @@ from typing import Any
 
 import pytest
 
-from agent.options import (
-    CONTROLLERS,
-    FEATURE_GATES,
-    FLAGS,
-    REFUSED_WHERE_UPSTREAM_MISBEHAVES,
-    BindAddress,
-    ControllerSelection,
-    HelpRequested,
-    Options,
-    OptionsError,
-    build_parser,
-    format_duration,
-    parse_bind_address,
-    parse_duration,
-    parse_options,
-    start_warnings,
-)
+from agent.options import HelpRequested, Options, OptionsError, parse_options
+from agent.options.bind_address import BindAddress, parse_bind_address
+from agent.options.compatibility import start_warnings
+from agent.options.controller_selection import CONTROLLERS, ControllerSelection
+from agent.options.durations import format_duration, parse_duration
+from agent.options.feature_gates import FEATURE_GATES
+from agent.options.flags import FLAGS
+from agent.options.parser import build_parser
+from agent.options.validation import REFUSED_WHERE_UPSTREAM_MISBEHAVES
 
 # karmada-agent's flags and defaults as upstream documents them (docs/command-line-flags/
 # karmada-agent.md, cmd/agent/app/options/options.go), written as the help text prints them.

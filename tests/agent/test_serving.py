@@ -9,7 +9,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from agent.metrics import AgentMetrics
-from agent.options import BindAddress
+from agent.options.bind_address import BindAddress
 from agent.serving import Serving
 
 

@@ -13,7 +13,8 @@ from agent.controllers import CONTROLLER_MODULES, load_builders
 from agent.controllers.manager import ControllerManager
 from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
-from agent.options import CONTROLLERS, Options
+from agent.options import Options
+from agent.options.controller_selection import CONTROLLERS
 
 from .harness import eventually
 

@@ -9,7 +9,8 @@ from typing import Any
 from agent.karmada import collected, names
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import ENDPOINT_SLICES
-from agent.options import Options, resolve_feature_gates
+from agent.options import Options
+from agent.options.feature_gates import resolve_feature_gates
 from agent.resources import SERVICE_EXPORTS, WORKS
 
 from .harness import (
