@@ -1,5 +1,6 @@
-"""HTTP/2 to one API server on asyncio and h2 directly: every request and watch is a stream of
-one TLS connection, as client-go talks to kube-apiserver.
+"""HTTP/2 to one https server on asyncio and h2 directly: every request and stream is a stream of
+one TLS connection, as client-go talks to kube-apiserver (and the tunnel's gRPC call, on a client
+of its own, to the proxy-server: agent.tunnel.grpc_call).
 
 The transport (agent.kube.transport) uses this for https servers reached without a proxy, and
 httpx for the rest (HTTP/1.1, proxies, tests' in-process servers). httpx and httpcore cost about
@@ -17,7 +18,14 @@ for watches (one reader per connection, a reset for abandoned streams), which is
   watch nobody reads stops its sender instead of filling memory. A stream left before its end is
   reset (RST_STREAM CANCEL) and what was received for it acknowledged.
 - At most the server's SETTINGS_MAX_CONCURRENT_STREAMS streams at once; more wait for a slot.
-- `accept-encoding: gzip`, as client-go asks; gzip answers are decompressed.
+- Gzip answers are decompressed (the transport asks for them, as client-go does).
+- Duplex streams: the request body goes out piece by piece (`StreamAnswer.send`, waiting for the
+  server's window and the socket) while the answer comes; the answer's trailers are kept. The
+  server's GOAWAY ends a duplex stream at once: it has no end of its own the server could wait
+  for, so its owner should reconnect now.
+- Keepalive (optional): after `keepalive_interval` seconds without a frame from the server a PING
+  goes out, and the connection fails when its ACK does not come within `keepalive_timeout` (a
+  dead link is found without waiting for TCP).
 - Timeouts: `connect_timeout` for TCP and TLS; a request's `timeout` bounds each wait for the
   server (its headers, then every piece of its body), a stream's `read_timeout` each wait for
   data. A read timeout also retires the connection for new requests (it may be dead).
@@ -29,9 +37,12 @@ import asyncio
 import base64
 import collections
 import contextlib
+import os
 import ssl
+import time
 import zlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -44,10 +55,24 @@ import h2.settings
 
 STREAM_WINDOW = 4 * 1024 * 1024
 CONNECTION_WINDOW = 1024 * 1024 * 1024
+# What h2 accepts anyway (hpack's limit), told to the server.
+MAX_HEADER_LIST_SIZE = 64 * 1024
 # Requests the server did not process are sent again this many times at most.
 UNPROCESSED_RETRIES = 3
 
 Headers = dict[str, str]
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """What each connection of a client grants the server and asks of it."""
+
+    stream_window: int = STREAM_WINDOW
+    connection_window: int = CONNECTION_WINDOW
+    # None: no keepalive pings.
+    keepalive_interval: float | None = None
+    keepalive_timeout: float = 20.0
+    on_ping: Callable[[], None] | None = None
 
 
 class ConnectionFailedError(Exception):
@@ -64,6 +89,16 @@ class NotHttp2Error(Exception):
     """The server chose HTTP/1.1 in the TLS handshake."""
 
 
+def _header_fields(raw: Sequence[tuple[bytes, bytes]]) -> Headers:
+    """Header fields by name; a repeated one joined with commas (RFC 9110)."""
+    headers: Headers = {}
+    for raw_name, raw_value in raw:
+        name = bytes(raw_name).decode("latin-1")
+        value = bytes(raw_value).decode("latin-1")
+        headers[name] = f"{headers[name]}, {value}" if name in headers else value
+    return headers
+
+
 def _decoder(headers: Headers) -> Any:
     if headers.get("content-encoding", "").strip().lower() == "gzip":
         return zlib.decompressobj(wbits=31)
@@ -78,22 +113,27 @@ class _Stream:
         "_window",
         "chunks",
         "conn",
+        "duplex",
         "ended",
         "error",
         "headers",
         "id",
         "incremental",
         "status",
+        "trailers",
         "unacknowledged",
     )
 
-    def __init__(self, conn: _Connection, stream_id: int, incremental: bool) -> None:
+    def __init__(self, conn: _Connection, stream_id: int, incremental: bool, duplex: bool) -> None:
         self.conn = conn
         self.id = stream_id
         # A stream read as it comes (watch): data acknowledged as the reader takes it.
         self.incremental = incremental
+        # The request body is sent while the answer comes (see the module docstring).
+        self.duplex = duplex
         self.status = 0
         self.headers: Headers = {}
+        self.trailers: Headers | None = None
         self.chunks: collections.deque[tuple[bytes, int]] = collections.deque()
         self.unacknowledged = 0
         self.ended = False
@@ -166,9 +206,12 @@ class _Stream:
 class _Connection(asyncio.Protocol):
     """One HTTP/2 connection: its h2 state machine, its streams, its one reader."""
 
-    def __init__(self, authority: bytes, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(
+        self, authority: bytes, loop: asyncio.AbstractEventLoop, settings: ConnectionSettings
+    ) -> None:
         self.authority = authority
         self.loop = loop
+        self.settings = settings
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=True, header_encoding=None)
         )
@@ -181,6 +224,9 @@ class _Connection(asyncio.Protocol):
         self._writable: asyncio.Future[None] | None = None
         # The proxy tunnel's stream the TLS connection runs in, if any.
         self.tunnel: asyncio.StreamWriter | None = None
+        self._keepalive: asyncio.Task[None] | None = None
+        self._last_frame = 0.0
+        self._ping_sent_at: float | None = None
 
     # --- asyncio.Protocol ----------------------------------------------------------------------
 
@@ -191,16 +237,24 @@ class _Connection(asyncio.Protocol):
             client=True,
             initial_values={
                 h2.settings.SettingCodes.ENABLE_PUSH: 0,
-                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: STREAM_WINDOW,
+                h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: self.settings.stream_window,
+                h2.settings.SettingCodes.MAX_HEADER_LIST_SIZE: MAX_HEADER_LIST_SIZE,
             },
         )
         self.h2.initiate_connection()
         self.h2.increment_flow_control_window(
-            CONNECTION_WINDOW - self.h2.inbound_flow_control_window
+            self.settings.connection_window - self.h2.inbound_flow_control_window
         )
         self.flush()
+        if self.settings.keepalive_interval is not None:
+            self._last_frame = time.monotonic()
+            self._keepalive = self.loop.create_task(
+                self._keep_alive(self.settings.keepalive_interval, self.settings.keepalive_timeout)
+            )
 
     def data_received(self, data: bytes) -> None:
+        if self._keepalive is not None:
+            self._last_frame = time.monotonic()
         try:
             events = self.h2.receive_data(data)
         except h2.exceptions.ProtocolError as exc:
@@ -218,6 +272,8 @@ class _Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         reason = f"{type(exc).__name__}: {exc}" if exc is not None else "closed by the server"
         self._fail(ConnectionFailedError(f"the HTTP/2 connection was lost ({reason})"))
+        if self._keepalive is not None:
+            self._keepalive.cancel()
         writable, self._writable = self._writable, None
         if writable is not None and not writable.done():
             writable.set_result(None)
@@ -251,18 +307,14 @@ class _Connection(asyncio.Protocol):
         elif isinstance(event, h2.events.ResponseReceived):
             stream = self.streams.get(event.stream_id)
             if stream is not None:
-                headers: Headers = {}
-                for raw_name, raw_value in event.headers:
-                    name = bytes(raw_name).decode("latin-1")
-                    value = bytes(raw_value).decode("latin-1")
-                    if name == ":status":
-                        stream.status = int(value)
-                    elif name in headers:
-                        headers[name] = f"{headers[name]}, {value}"
-                    else:
-                        headers[name] = value
+                headers = _header_fields(event.headers)
+                stream.status = int(headers.pop(":status", 0))
                 stream.headers = headers
                 stream.wake()
+        elif isinstance(event, h2.events.TrailersReceived):
+            stream = self.streams.get(event.stream_id)
+            if stream is not None:
+                stream.trailers = _header_fields(event.headers)
         elif isinstance(event, h2.events.StreamEnded):
             stream = self.streams.pop(event.stream_id, None)
             if stream is not None:
@@ -293,6 +345,8 @@ class _Connection(asyncio.Protocol):
             for stream in self.streams.values():
                 stream.window_opened()
             self._free_slot()
+        elif isinstance(event, h2.events.PingAckReceived):
+            self._ping_sent_at = None
         elif isinstance(event, h2.events.ConnectionTerminated):
             self._goaway(event)
 
@@ -303,9 +357,14 @@ class _Connection(asyncio.Protocol):
             self.streams.pop(stream_id).fail(
                 ConnectionFailedError("the server went away before this request", unprocessed=True)
             )
+        reason = f"{event.error_code!r}"
+        if event.additional_data:
+            reason += f": {event.additional_data.decode(errors='replace')}"
         if event.error_code != h2.errors.ErrorCodes.NO_ERROR:
-            self._fail(
-                ConnectionFailedError(f"the server ended the connection ({event.error_code!r})")
+            self._fail(ConnectionFailedError(f"the server ended the connection ({reason})"))
+        for stream_id in [sid for sid, stream in self.streams.items() if stream.duplex]:
+            self.streams.pop(stream_id).fail(
+                ConnectionFailedError(f"the server sent GOAWAY ({reason})")
             )
         self._wake_all_slots()
         if not self.streams:
@@ -361,8 +420,10 @@ class _Connection(asyncio.Protocol):
         body: bytes | None,
         *,
         incremental: bool,
+        duplex: bool = False,
     ) -> _Stream:
-        """Send the request; its stream (the caller must `close_stream` it)."""
+        """Send the request (a duplex one without the end of its body); its stream (the caller
+        must `close_stream` it)."""
         while self.unusable is None and not self._has_slot():
             waiter = self.loop.create_future()
             self._slots.append(waiter)
@@ -370,7 +431,7 @@ class _Connection(asyncio.Protocol):
         if self.unusable is not None:
             raise ConnectionFailedError(f"connection not usable: {self.unusable}", unprocessed=True)
         stream_id = self.h2.get_next_available_stream_id()
-        stream = _Stream(self, stream_id, incremental)
+        stream = _Stream(self, stream_id, incremental, duplex)
         self.streams[stream_id] = stream
         request_headers = [
             (b":method", method),
@@ -379,13 +440,14 @@ class _Connection(asyncio.Protocol):
             (b":path", path),
             *headers,
         ]
-        self.h2.send_headers(stream_id, request_headers, end_stream=not body)
+        self.h2.send_headers(stream_id, request_headers, end_stream=not body and not duplex)
         self.flush()
         if body:
-            await self._send_body(stream, body)
+            await self.send(stream, body, end_stream=not duplex)
         return stream
 
-    async def _send_body(self, stream: _Stream, body: bytes) -> None:
+    async def send(self, stream: _Stream, body: bytes, *, end_stream: bool) -> None:
+        """Send (a piece of) the request body as the server's window and the socket allow."""
         view = memoryview(body)
         sent = 0
         while sent < len(body):
@@ -395,7 +457,7 @@ class _Connection(asyncio.Protocol):
                 window = min(
                     self.h2.local_flow_control_window(stream.id), self.h2.max_outbound_frame_size
                 )
-            except h2.exceptions.StreamClosedError:
+            except h2.exceptions.ProtocolError:
                 raise stream.error or ConnectionFailedError(
                     "the server closed the stream"
                 ) from None
@@ -404,7 +466,7 @@ class _Connection(asyncio.Protocol):
                 continue
             chunk = bytes(view[sent : sent + window])
             sent += len(chunk)
-            self.h2.send_data(stream.id, chunk, end_stream=sent == len(body))
+            self.h2.send_data(stream.id, chunk, end_stream=end_stream and sent == len(body))
             self.flush()
             await self.writable()
 
@@ -425,6 +487,31 @@ class _Connection(asyncio.Protocol):
             self.close_transport()
 
     # --- the connection ------------------------------------------------------------------------
+
+    async def _keep_alive(self, interval: float, timeout: float) -> None:
+        while True:
+            now = time.monotonic()
+            if self._ping_sent_at is not None:
+                if now - self._ping_sent_at >= timeout:
+                    self._fail(
+                        ConnectionFailedError(
+                            f"no answer to a keepalive ping within {timeout:.0f}s"
+                        )
+                    )
+                    if self.transport is not None:
+                        self.transport.abort()
+                    return
+                await asyncio.sleep(self._ping_sent_at + timeout - now)
+                continue
+            idle = now - self._last_frame
+            if idle < interval:
+                await asyncio.sleep(interval - idle)
+                continue
+            self._ping_sent_at = now
+            if self.settings.on_ping is not None:
+                self.settings.on_ping()
+            self.h2.ping(os.urandom(8))
+            self.flush()
 
     def retire(self) -> None:
         """No new streams here (it may be dead); the open ones finish."""
@@ -458,7 +545,8 @@ class Answer:
 
 
 class StreamAnswer:
-    """A response whose body is read as it comes."""
+    """A response whose body is read as it comes (and, on a duplex stream, a request whose body
+    is sent as it goes); `close` it."""
 
     def __init__(self, stream: _Stream, read_timeout: float | None) -> None:
         self._stream = stream
@@ -479,6 +567,25 @@ class StreamAnswer:
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
 
+    @property
+    def trailers(self) -> Headers | None:
+        """The trailers, once the body has ended with them."""
+        return self._stream.trailers
+
+    @property
+    def finished(self) -> bool:
+        """The stream has ended, or failed."""
+        return self._stream.ended or self._stream.error is not None
+
+    async def send(self, data: bytes) -> None:
+        """Send a piece of a duplex stream's request body; returns once the connection took it
+        (the server's window and the socket)."""
+        await self._stream.conn.send(self._stream, data, end_stream=False)
+
+    def close(self) -> None:
+        """Done with the stream: reset it if the server is still sending."""
+        self._stream.conn.close_stream(self._stream)
+
 
 class Http2Client:
     """HTTP/2 requests and streams to one https server (see the module docstring)."""
@@ -494,6 +601,8 @@ class Http2Client:
         socket_options: Sequence[tuple[int, int, int]] = (),
         headers: Mapping[str, str] | None = None,
         proxy: str | None = None,
+        authority: str | None = None,
+        settings: ConnectionSettings = ConnectionSettings(),
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
@@ -501,7 +610,7 @@ class Http2Client:
         self.host = parts.hostname
         self.port = parts.port or 443
         self.prefix = parts.path.rstrip("/").encode()
-        self.authority = parts.netloc.rsplit("@", 1)[-1].encode()
+        self.authority = (authority or parts.netloc.rsplit("@", 1)[-1]).encode()
         self.ssl_context = ssl_context
         self.server_hostname = server_hostname or self.host
         self.connect_timeout = connect_timeout
@@ -509,7 +618,8 @@ class Http2Client:
         self.socket_options = list(socket_options)
         self.headers = [
             (name.lower().encode(), value.encode()) for name, value in (headers or {}).items()
-        ] + [(b"accept-encoding", b"gzip")]
+        ]
+        self.settings = settings
         self.proxy = urlsplit(proxy) if proxy else None
         if self.proxy is not None and (self.proxy.scheme != "http" or not self.proxy.hostname):
             raise ValueError("HTTP/2 goes through http:// (CONNECT) proxies only")
@@ -540,7 +650,7 @@ class Http2Client:
             async with asyncio.timeout(self.connect_timeout):
                 if self.proxy is None:
                     transport, conn = await loop.create_connection(
-                        lambda: _Connection(self.authority, loop),
+                        lambda: _Connection(self.authority, loop, self.settings),
                         self.host,
                         self.port,
                         ssl=self.ssl_context,
@@ -599,7 +709,7 @@ class Http2Client:
         if status.split(" ")[1:2] != ["200"]:
             writer.close()
             raise ConnectionFailedError(f"the proxy refused CONNECT {target}: {status}")
-        conn = _Connection(self.authority, loop)
+        conn = _Connection(self.authority, loop, self.settings)
         # The writer closes the tunnel's socket once garbage-collected: the connection keeps it.
         conn.tunnel = writer
         transport = await loop.start_tls(
@@ -645,6 +755,7 @@ class Http2Client:
         headers: Mapping[str, str],
         body: bytes | None,
         incremental: bool,
+        duplex: bool = False,
     ) -> _Stream:
         wire_headers = self._headers(headers, body)
         full_path = self._path(path, query)
@@ -652,7 +763,12 @@ class Http2Client:
             conn = await self._usable_connection()
             try:
                 return await conn.start(
-                    method.encode(), full_path, wire_headers, body, incremental=incremental
+                    method.encode(),
+                    full_path,
+                    wire_headers,
+                    body,
+                    incremental=incremental,
+                    duplex=duplex,
                 )
             except ConnectionFailedError as exc:
                 if not exc.unprocessed or attempt == UNPROCESSED_RETRIES:
@@ -703,8 +819,30 @@ class Http2Client:
     ) -> AsyncIterator[StreamAnswer]:
         """Send a request and read its answer as it comes; leaving the block before its end
         resets the stream."""
+        answer = await self.open_stream(
+            method, path, query=query, headers=headers, read_timeout=read_timeout
+        )
+        try:
+            yield answer
+        finally:
+            answer.close()
+
+    async def open_stream(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: str = "",
+        headers: Mapping[str, str],
+        read_timeout: float | None = None,
+        duplex: bool = False,
+    ) -> StreamAnswer:
+        """Send a request (a duplex one without its body: `send` it) and wait for the answer's
+        headers; the caller must `close` the answer."""
         for attempt in range(UNPROCESSED_RETRIES + 1):
-            stream = await self._start(method, path, query, headers, None, incremental=True)
+            stream = await self._start(
+                method, path, query, headers, None, incremental=True, duplex=duplex
+            )
             try:
                 await stream.response_headers(self.default_timeout)
             except ConnectionFailedError as exc:
@@ -715,8 +853,5 @@ class Http2Client:
             except BaseException:
                 stream.conn.close_stream(stream)
                 raise
-            try:
-                yield StreamAnswer(stream, read_timeout)
-            finally:
-                stream.conn.close_stream(stream)
-            return
+            return StreamAnswer(stream, read_timeout)
+        raise AssertionError("unreachable")

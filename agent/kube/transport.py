@@ -427,7 +427,7 @@ class _Http2:
             connect_timeout=CONNECT_TIMEOUT,
             default_timeout=config.timeout,
             socket_options=tcp_keepalive_socket_options(),
-            headers={"user-agent": config.user_agent},
+            headers={"user-agent": config.user_agent, "accept-encoding": "gzip"},
             proxy=proxy,
         )
         self.fallback: _Httpx | None = None

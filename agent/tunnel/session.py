@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 from agent.logs import get_logger
 from agent.tunnel import packets
-from agent.tunnel.grpc_stream import GrpcError, GrpcStream
+from agent.tunnel.grpc_call import GrpcCall, GrpcError
 from agent.tunnel.member import MemberDialError, MemberEndpoint
 from agent.tunnel.metrics import SEGMENT_FROM_AGENT, SEGMENT_TO_AGENT, TunnelMetrics
 from agent.tunnel.packets import Packet, PacketError, PacketType
@@ -31,7 +31,7 @@ log = get_logger(__name__)
 class Session:
     def __init__(
         self,
-        stream: GrpcStream,
+        stream: GrpcCall,
         *,
         server_id: str,
         policy: DialPolicy,

@@ -23,7 +23,7 @@ import contextlib
 import dataclasses
 import random
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,7 @@ from agent.kube.reachability import Reachability, sleep_unless_answered
 from agent.kube.transport import build_ssl_context
 from agent.logs import get_logger
 from agent.options import Options
-from agent.tunnel.grpc_stream import GrpcError, GrpcStream
+from agent.tunnel.grpc_call import GrpcCall, GrpcError
 from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.metrics import TunnelMetrics
 from agent.tunnel.route import DialPolicy, Route, TunnelPublication, route_for
@@ -158,7 +158,7 @@ class Tunnel:
     async def connect_once(self) -> Session:
         """One connection to whichever instance the address leads to."""
         s = self.settings
-        stream = await GrpcStream.open(
+        stream = await GrpcCall.open(
             host=s.server_host,
             port=s.server_port,
             ssl_context=self._ssl_context(),
@@ -314,8 +314,8 @@ def build_tunnel(
     )
 
 
-def _one(metadata: dict[str, list[str]], key: str) -> str:
-    values = metadata.get(key, [])
-    if len(values) != 1:
-        raise GrpcError(f"expected one {key} header, got {values}")
-    return values[0]
+def _one(metadata: Mapping[str, str], key: str) -> str:
+    value = metadata.get(key)
+    if value is None or "," in value:  # repeated fields arrive joined with commas
+        raise GrpcError(f"expected one {key} header, got {value!r}")
+    return value

@@ -7,7 +7,7 @@ import ssl
 
 import pytest
 
-from agent.tunnel.grpc_stream import GrpcError, GrpcStream
+from agent.tunnel.grpc_call import GrpcCall, GrpcError
 from emulator.konnectivity import ProxyServerDouble
 from emulator.netproxy import LinkProxy
 from emulator.pki import CertificateAuthority
@@ -24,9 +24,9 @@ async def open_call(
     *,
     metadata: list[tuple[str, str]] | None = None,
     **kw: float,
-) -> GrpcStream:
+) -> GrpcCall:
     host, _, port = address.rpartition(":")
-    return await GrpcStream.open(
+    return await GrpcCall.open(
         host=host,
         port=int(port),
         ssl_context=client_context(ca),
@@ -43,8 +43,8 @@ async def test_response_headers_carry_server_id_and_count() -> None:
     double = await ProxyServerDouble(ca, server_id="s-1", server_count=3).start()
     try:
         call = await open_call(ca, double.agent_address)
-        assert call.metadata["serverid"] == ["s-1"]
-        assert call.metadata["servercount"] == ["3"]
+        assert call.metadata["serverid"] == "s-1"
+        assert call.metadata["servercount"] == "3"
         await polling.eventually(lambda: double.hosts() == ["x.invalid"], what="registered")
         await call.close()
     finally:

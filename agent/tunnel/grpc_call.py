@@ -1,0 +1,181 @@
+"""One bidirectional-streaming gRPC call, as a duplex stream of an HTTP/2 client of its own
+(agent.kube.http2: one connection, flow control, keepalive pings).
+
+gRPC over HTTP/2 (grpc/grpc doc/PROTOCOL-HTTP2.md): a POST to `/<Service>/<Method>` with
+`content-type: application/grpc` and `te: trailers`, metadata as further headers; each message is
+framed as one flag byte (0: not compressed), a big-endian uint32 length and the message; the
+server answers with headers (its metadata), messages, and trailers carrying `grpc-status` and
+`grpc-message` (a call refused at once gets one HEADERS frame holding both: "Trailers-Only").
+
+Flow control is the backpressure: the stream's received bytes are acknowledged only as `recv`
+takes them, so a caller that stops taking stops the sender; `send` waits for the server's window
+and for the socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+from collections.abc import Callable, Mapping, Sequence
+from urllib.parse import unquote
+
+from agent.kube.http2 import (
+    ConnectionFailedError,
+    ConnectionSettings,
+    Http2Client,
+    NotHttp2Error,
+    StreamAnswer,
+)
+
+# gRPC's default receive limit; a konnectivity DATA packet carries at most 32 KiB.
+MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+# Receive window of the stream and the connection: what may be in flight towards the agent.
+RECEIVE_WINDOW = 1024 * 1024
+_PREFIX = struct.Struct(">BI")
+_STATUS_OK = "0"
+
+
+class GrpcError(Exception):
+    """The call ended with an error: a gRPC status other than OK, or a broken connection."""
+
+    def __init__(self, message: str, *, status: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GrpcCall:
+    """Use `await GrpcCall.open(...)`; then `metadata` holds the server's response headers."""
+
+    def __init__(self, client: Http2Client, answer: StreamAnswer) -> None:
+        self._client = client
+        self._answer = answer
+        self._chunks = answer.chunks()
+        self.metadata: Mapping[str, str] = answer.headers
+        self._buffer = bytearray()
+        self._send_lock = asyncio.Lock()
+        self._error: GrpcError | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        *,
+        host: str,
+        port: int,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str,
+        path: str,
+        metadata: Sequence[tuple[str, str]],
+        user_agent: str,
+        connect_timeout: float = 10.0,
+        keepalive_interval: float = 40.0,
+        keepalive_timeout: float = 20.0,
+        on_ping: Callable[[], None] | None = None,
+    ) -> GrpcCall:
+        """Connect, start the call and wait for the server's response headers."""
+        ssl_context.set_alpn_protocols(["h2"])
+        client = Http2Client(
+            f"https://{host}:{port}" if ":" not in host else f"https://[{host}]:{port}",
+            ssl_context,
+            server_hostname=server_hostname,
+            authority=f"{server_hostname}:{port}",
+            connect_timeout=connect_timeout,
+            default_timeout=connect_timeout,
+            settings=ConnectionSettings(
+                stream_window=RECEIVE_WINDOW,
+                connection_window=RECEIVE_WINDOW,
+                keepalive_interval=keepalive_interval,
+                keepalive_timeout=keepalive_timeout,
+                on_ping=on_ping,
+            ),
+        )
+        headers = {
+            "content-type": "application/grpc",
+            "te": "trailers",
+            "grpc-accept-encoding": "identity",
+            "user-agent": user_agent,
+        }
+        headers.update((name.lower(), value) for name, value in metadata)
+        try:
+            answer = await client.open_stream("POST", path, headers=headers, duplex=True)
+            _check_headers(answer)
+        except (ConnectionFailedError, NotHttp2Error) as exc:
+            await client.aclose()
+            raise GrpcError(str(exc)) from exc
+        except BaseException:
+            await client.aclose()
+            raise
+        return cls(client, answer)
+
+    async def recv(self) -> bytes | None:
+        """The next message; None once the server ended the call with status OK."""
+        if self._error is not None:
+            raise self._error
+        try:
+            return await self._next_message()
+        except GrpcError as exc:
+            self._error = exc
+            raise
+
+    async def _next_message(self) -> bytes | None:
+        while True:
+            if len(self._buffer) >= _PREFIX.size:
+                compressed, length = _PREFIX.unpack_from(self._buffer)
+                if compressed:
+                    raise GrpcError("the server sent a compressed message; none was offered")
+                if length > MAX_MESSAGE_BYTES:
+                    raise GrpcError(
+                        f"a message of {length} bytes exceeds the {MAX_MESSAGE_BYTES} limit"
+                    )
+                if len(self._buffer) >= _PREFIX.size + length:
+                    message = bytes(self._buffer[_PREFIX.size : _PREFIX.size + length])
+                    del self._buffer[: _PREFIX.size + length]
+                    return message
+            try:
+                chunk = await anext(self._chunks, None)
+            except ConnectionFailedError as exc:
+                raise GrpcError(str(exc)) from exc
+            if chunk is None:
+                _raise_unless_ok(self._answer.trailers or {})
+                return None
+            self._buffer += chunk
+
+    async def send(self, message: bytes) -> None:
+        """Send one message; returns once the connection took it (server window and socket)."""
+        framed = _PREFIX.pack(0, len(message)) + message
+        async with self._send_lock:
+            try:
+                await self._answer.send(framed)
+            except ConnectionFailedError as exc:
+                raise GrpcError(f"the call is closed: {exc}") from exc
+
+    async def close(self) -> None:
+        """End the call and the connection (at once; in-flight messages are dropped)."""
+        await self._client.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self._answer.finished
+
+
+def _check_headers(answer: StreamAnswer) -> None:
+    if answer.status != 200:
+        raise GrpcError(f"the server answered HTTP {answer.status}, not a gRPC call")
+    if "grpc-status" in answer.headers:  # Trailers-Only: refused before any message
+        status, message = _status(answer.headers)
+        raise GrpcError(
+            f"the server refused the call: gRPC status {status}: {message}", status=status
+        )
+    content_type = answer.headers.get("content-type", "")
+    if not content_type.startswith("application/grpc"):
+        raise GrpcError(f"the server answered with content-type {content_type!r}")
+
+
+def _status(fields: Mapping[str, str]) -> tuple[str | None, str]:
+    return fields.get("grpc-status"), unquote(fields.get("grpc-message", ""))
+
+
+def _raise_unless_ok(trailers: Mapping[str, str]) -> None:
+    status, message = _status(trailers)
+    if status not in (None, _STATUS_OK):
+        raise GrpcError(f"call ended with gRPC status {status}: {message}", status=status)
