@@ -194,6 +194,7 @@ class _Stream:
         if self.incremental and length:
             self.unacknowledged -= length
             self.conn.acknowledge(self.id, length)
+            self.conn.flush()  # the WINDOW_UPDATE, if due, is what lets the server go on
         return data
 
     async def read_all(self, timeout: float | None) -> bytes:

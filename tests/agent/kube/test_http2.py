@@ -1,6 +1,8 @@
-"""The agent's HTTP/2 (agent/kube/http2.py) through its transport, against the emulator's HTTP/2
-front: one connection for requests and watches, abandoned streams reset, quiet watches never
-in the way, read timeouts per stream, GOAWAY, gzip."""
+"""The agent's HTTP/2 (agent/kube/http2.py): through its transport, against the emulator's HTTP/2
+front (one connection for requests and watches, abandoned streams reset, quiet watches never in
+the way, read timeouts per stream, GOAWAY, gzip); and directly, against a server the test drives
+(duplex streams with backpressure and trailers, acknowledgement as the reader takes, GOAWAY and
+duplex streams, keepalive pings)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,18 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
 from agent.kube.config import ClientConfig
 from agent.kube.errors import TransportError, WatchTimeoutError
+from agent.kube.http2 import ConnectionFailedError, ConnectionSettings, Http2Client
 from agent.kube.transport import Transport
 from emulator.https import HttpsServer
+from emulator.netproxy import LinkProxy
 from emulator.pki import CertificateAuthority
+from tests.agent.kube.h2_server import ScriptedH2Server
 from tests.emulator.fronts.core import NAMESPACES, Core, eventually
 
 Served = tuple[HttpsServer, Core, bytes]
@@ -175,3 +181,139 @@ async def test_large_responses_reach_the_agent_gzip_compressed(
     assert len(resp.content) == size
     assert resp.content == answer
     assert [r.gzipped for r in srv.connection_log.records] == [1]
+
+
+# --- the client's general capabilities, against a server the test drives ---------------------
+
+
+@pytest.fixture
+async def scripted() -> AsyncIterator[ScriptedH2Server]:
+    async with ScriptedH2Server() as srv:
+        yield srv
+
+
+def client_of(srv: ScriptedH2Server, url: str = "", **settings: Any) -> Http2Client:
+    return Http2Client(
+        url or srv.url,
+        srv.client_context(),
+        default_timeout=5,
+        settings=ConnectionSettings(**settings),
+    )
+
+
+async def test_a_duplex_stream_sends_its_body_as_the_server_window_allows_and_keeps_trailers(
+    scripted: ScriptedH2Server,
+) -> None:
+    client = client_of(scripted)
+    try:
+        opening = asyncio.create_task(client.open_stream("POST", "/call", headers={}, duplex=True))
+        await eventually(lambda: scripted.requests == [1])
+        scripted.answer(1, [("content-type", "application/grpc")])
+        answer = await opening
+        assert answer.headers["content-type"] == "application/grpc"
+        body = bytes(100 * 1024)
+        sending = asyncio.create_task(answer.send(body))
+        # The server grants 64 KiB (its initial window) and acknowledges nothing yet.
+        await eventually(lambda: scripted.received[1] == 65535)
+        assert not sending.done()
+        scripted.acknowledge(1)
+        await asyncio.wait_for(sending, 5)
+        await eventually(lambda: scripted.received[1] == len(body))
+        await answer.send(b"more")
+        await eventually(lambda: scripted.received[1] == len(body) + 4)
+        scripted.send(1, b"reply")
+        scripted.end_with_trailers(1, [("grpc-status", "0"), ("grpc-message", "done")])
+        assert await answer.read() == b"reply"
+        assert answer.trailers == {"grpc-status": "0", "grpc-message": "done"}
+        assert answer.finished
+        answer.close()
+    finally:
+        await client.aclose()
+
+
+async def test_a_stream_is_acknowledged_only_as_its_reader_takes_the_data(
+    scripted: ScriptedH2Server,
+) -> None:
+    """A reader that stops taking stops the sender: what the window allowed arrives, and no
+    WINDOW_UPDATE goes back until the reader takes it."""
+    window = 256 * 1024
+    client = client_of(scripted, stream_window=window, connection_window=window)
+    try:
+        opening = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
+        await eventually(lambda: scripted.requests == [1])
+        scripted.answer(1)
+        answer = await opening
+        data = bytes(range(256)) * (3 * window // 256)
+        sent = scripted.send(1, data)
+        assert sent == window
+        scripted.ping()
+        await eventually(lambda: scripted.ping_acks == 1)
+        assert scripted.send(1, data[sent:]) == 0  # the client has processed it, unread
+        received = bytearray()
+        chunks = answer.chunks()
+        while len(received) < len(data):
+            while len(received) < sent:
+                received += await anext(chunks)
+            if sent < len(data):
+                await eventually(lambda: scripted.conn.local_flow_control_window(1) > 0)
+                sent += scripted.send(1, data[sent:])
+        assert received == data
+        answer.close()
+    finally:
+        await client.aclose()
+
+
+async def test_goaway_ends_duplex_streams_and_lets_others_finish(
+    scripted: ScriptedH2Server,
+) -> None:
+    """A duplex stream has no end of its own the server could wait for: at GOAWAY it ends, so
+    its owner reconnects; a plain stream the server still serves stays open."""
+    client = client_of(scripted)
+    try:
+        plain = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
+        await eventually(lambda: scripted.requests == [1])
+        duplex = asyncio.create_task(client.open_stream("POST", "/call", headers={}, duplex=True))
+        await eventually(lambda: scripted.requests == [1, 3])
+        scripted.answer(1)
+        scripted.answer(3)
+        watch, call = await plain, await duplex
+        scripted.goaway(last_stream_id=3)
+        with pytest.raises(ConnectionFailedError, match="GOAWAY"):
+            await asyncio.wait_for(call.read(), 5)
+        assert not watch.finished
+        watch.close()
+        call.close()
+    finally:
+        await client.aclose()
+
+
+async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link(
+    scripted: ScriptedH2Server,
+) -> None:
+    async with LinkProxy("127.0.0.1", scripted.port) as link:
+        pings: list[int] = []
+        client = client_of(
+            scripted,
+            f"https://{link.address}",
+            keepalive_interval=0.2,
+            keepalive_timeout=0.5,
+            on_ping=lambda: pings.append(1),
+        )
+        try:
+            opening = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
+            await eventually(lambda: scripted.requests == [1])
+            scripted.answer(1)
+            answer = await opening
+            # Acknowledged pings keep the connection: the idle stream stays open.
+            await eventually(lambda: scripted.pings >= 3)
+            assert not answer.finished
+            link.blackhole = True  # packets vanish: no ACK will come
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(ConnectionFailedError, match="keepalive"):
+                await asyncio.wait_for(answer.read(), 5)
+            assert loop.time() - started < 0.2 + 0.5 + 0.5
+            assert len(pings) >= 4
+            answer.close()
+        finally:
+            await client.aclose()

@@ -1,9 +1,11 @@
-"""The gRPC call under the tunnel, against the double: refusals, keepalive, a dead link."""
+"""The gRPC call under the tunnel, against the double: metadata, refusals, keepalive asked for,
+a lost connection."""
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+from typing import Any
 
 import pytest
 
@@ -23,7 +25,7 @@ async def open_call(
     address: str,
     *,
     metadata: list[tuple[str, str]] | None = None,
-    **kw: float,
+    **kw: Any,
 ) -> GrpcCall:
     host, _, port = address.rpartition(":")
     return await GrpcCall.open(
@@ -76,7 +78,9 @@ async def test_a_refused_call_says_why() -> None:
         await double.stop()
 
 
-async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link() -> None:
+async def test_the_call_pings_when_idle_and_a_broken_link_ends_it_with_a_grpc_error() -> None:
+    """The keepalive itself is agent.kube.http2's (tests/agent/kube/test_http2.py): here, that
+    the call asks for it, counts its pings, and reports a lost connection as GrpcError."""
     ca = CertificateAuthority.generate("ca")
     double = await ProxyServerDouble(ca).start()
     host, _, port = double.agent_address.rpartition(":")
@@ -91,14 +95,11 @@ async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link() -> None:
                 on_ping=lambda: pings.append(1),
             )
             await polling.eventually(lambda: double.agents.pings_received >= 2, what="pings")
+            assert len(pings) >= 2
             assert not call.closed
-            link.blackhole = True  # packets vanish: no ACK will come
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            with pytest.raises(GrpcError, match="keepalive"):
+            link.reset()
+            with pytest.raises(GrpcError, match="connection was lost"):
                 await asyncio.wait_for(call.recv(), 5)
-            assert loop.time() - started < 0.2 + 0.5 + 0.5
-            assert len(pings) >= 3
             await call.close()
     finally:
         await double.stop()
