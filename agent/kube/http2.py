@@ -547,7 +547,7 @@ class Answer:
 
 class StreamAnswer:
     """A response whose body is read as it comes (and, on a duplex stream, a request whose body
-    is sent as it goes); `close` it."""
+    is sent as it goes)."""
 
     def __init__(self, stream: _Stream, read_timeout: float | None) -> None:
         self._stream = stream
@@ -582,10 +582,6 @@ class StreamAnswer:
         """Send a piece of a duplex stream's request body; returns once the connection took it
         (the server's window and the socket)."""
         await self._stream.conn.send(self._stream, data, end_stream=False)
-
-    def close(self) -> None:
-        """Done with the stream: reset it if the server is still sending."""
-        self._stream.conn.close_stream(self._stream)
 
 
 class Http2Client:
@@ -817,29 +813,10 @@ class Http2Client:
         query: str = "",
         headers: Mapping[str, str],
         read_timeout: float | None = None,
-    ) -> AsyncIterator[StreamAnswer]:
-        """Send a request and read its answer as it comes; leaving the block before its end
-        resets the stream."""
-        answer = await self.open_stream(
-            method, path, query=query, headers=headers, read_timeout=read_timeout
-        )
-        try:
-            yield answer
-        finally:
-            answer.close()
-
-    async def open_stream(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: str = "",
-        headers: Mapping[str, str],
-        read_timeout: float | None = None,
         duplex: bool = False,
-    ) -> StreamAnswer:
-        """Send a request (a duplex one without its body: `send` it) and wait for the answer's
-        headers; the caller must `close` the answer."""
+    ) -> AsyncIterator[StreamAnswer]:
+        """Send a request (a duplex one without its body: `send` it) and read its answer as it
+        comes; leaving the block before its end resets the stream."""
         for attempt in range(UNPROCESSED_RETRIES + 1):
             stream = await self._start(
                 method, path, query, headers, None, incremental=True, duplex=duplex
@@ -854,5 +831,8 @@ class Http2Client:
             except BaseException:
                 stream.conn.close_stream(stream)
                 raise
-            return StreamAnswer(stream, read_timeout)
-        raise AssertionError("unreachable")
+            try:
+                yield StreamAnswer(stream, read_timeout)
+            finally:
+                stream.conn.close_stream(stream)
+            return

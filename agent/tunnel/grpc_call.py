@@ -15,6 +15,7 @@ and for the socket.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -47,8 +48,11 @@ class GrpcError(Exception):
 class GrpcCall:
     """Use `await GrpcCall.open(...)`; then `metadata` holds the server's response headers."""
 
-    def __init__(self, client: Http2Client, answer: StreamAnswer) -> None:
+    def __init__(
+        self, client: Http2Client, call: contextlib.AsyncExitStack, answer: StreamAnswer
+    ) -> None:
         self._client = client
+        self._call = call
         self._answer = answer
         self._chunks = answer.chunks()
         self.metadata: Mapping[str, str] = answer.headers
@@ -96,16 +100,19 @@ class GrpcCall:
             "user-agent": user_agent,
         }
         headers.update((name.lower(), value) for name, value in metadata)
+        call = contextlib.AsyncExitStack()
         try:
-            answer = await client.open_stream("POST", path, headers=headers, duplex=True)
+            answer = await call.enter_async_context(
+                client.stream("POST", path, headers=headers, duplex=True)
+            )
             _check_headers(answer)
-        except (ConnectionFailedError, NotHttp2Error) as exc:
+        except BaseException as exc:
+            await call.aclose()
             await client.aclose()
-            raise GrpcError(str(exc)) from exc
-        except BaseException:
-            await client.aclose()
+            if isinstance(exc, ConnectionFailedError | NotHttp2Error):
+                raise GrpcError(str(exc)) from exc
             raise
-        return cls(client, answer)
+        return cls(client, call, answer)
 
     async def recv(self) -> bytes | None:
         """The next message; None once the server ended the call with status OK."""
@@ -151,7 +158,9 @@ class GrpcCall:
 
     async def close(self) -> None:
         """End the call and the connection (at once; in-flight messages are dropped)."""
+        # The connection first: that fails the stream, and so wakes a `recv` waiting on it.
         await self._client.aclose()
+        await self._call.aclose()
 
     @property
     def closed(self) -> bool:

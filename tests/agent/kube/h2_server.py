@@ -1,5 +1,6 @@
-"""A bare HTTP/2 server on the `h2` state machine whose every move the test makes: when to answer,
-send, acknowledge what it received (or not), send trailers or GOAWAY; it records what arrived."""
+"""A bare HTTP/2 server on the `h2` state machine: it answers every request at once (status 200,
+`answer_headers`), and the test makes every other move: send, acknowledge what it received (or
+not), send trailers or GOAWAY; it records what arrived."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class ScriptedH2Server:
         self.conn = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=False, header_encoding="utf-8")
         )
+        self.answer_headers: list[tuple[str, str]] = []
         self.requests: list[int] = []
         self.received: collections.Counter[int] = collections.Counter()
         self._unacknowledged: collections.Counter[int] = collections.Counter()
@@ -64,6 +66,9 @@ class ScriptedH2Server:
             for event in self.conn.receive_data(data):
                 if isinstance(event, h2.events.RequestReceived):
                     self.requests.append(event.stream_id)
+                    self.conn.send_headers(
+                        event.stream_id, [(":status", "200"), *self.answer_headers]
+                    )
                 elif isinstance(event, h2.events.DataReceived):
                     self.received[event.stream_id] += len(event.data)
                     self._unacknowledged[event.stream_id] += event.flow_controlled_length
@@ -78,10 +83,6 @@ class ScriptedH2Server:
         self._transport.write(self.conn.data_to_send())
 
     # --- moves -----------------------------------------------------------------------------
-
-    def answer(self, stream_id: int, headers: Sequence[tuple[str, str]] = ()) -> None:
-        self.conn.send_headers(stream_id, [(":status", "200"), *headers])
-        self.flush()
 
     def send(self, stream_id: int, data: bytes) -> int:
         """Send what the client's windows allow of `data`; how much that was."""

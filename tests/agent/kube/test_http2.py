@@ -205,28 +205,25 @@ async def test_a_duplex_stream_sends_its_body_as_the_server_window_allows_and_ke
     scripted: ScriptedH2Server,
 ) -> None:
     client = client_of(scripted)
+    scripted.answer_headers = [("content-type", "application/grpc")]
     try:
-        opening = asyncio.create_task(client.open_stream("POST", "/call", headers={}, duplex=True))
-        await eventually(lambda: scripted.requests == [1])
-        scripted.answer(1, [("content-type", "application/grpc")])
-        answer = await opening
-        assert answer.headers["content-type"] == "application/grpc"
-        body = bytes(100 * 1024)
-        sending = asyncio.create_task(answer.send(body))
-        # The server grants 64 KiB (its initial window) and acknowledges nothing yet.
-        await eventually(lambda: scripted.received[1] == 65535)
-        assert not sending.done()
-        scripted.acknowledge(1)
-        await asyncio.wait_for(sending, 5)
-        await eventually(lambda: scripted.received[1] == len(body))
-        await answer.send(b"more")
-        await eventually(lambda: scripted.received[1] == len(body) + 4)
-        scripted.send(1, b"reply")
-        scripted.end_with_trailers(1, [("grpc-status", "0"), ("grpc-message", "done")])
-        assert await answer.read() == b"reply"
-        assert answer.trailers == {"grpc-status": "0", "grpc-message": "done"}
-        assert answer.finished
-        answer.close()
+        async with client.stream("POST", "/call", headers={}, duplex=True) as answer:
+            assert answer.headers["content-type"] == "application/grpc"
+            body = bytes(100 * 1024)
+            sending = asyncio.create_task(answer.send(body))
+            # The server grants 64 KiB (its initial window) and acknowledges nothing yet.
+            await eventually(lambda: scripted.received[1] == 65535)
+            assert not sending.done()
+            scripted.acknowledge(1)
+            await asyncio.wait_for(sending, 5)
+            await eventually(lambda: scripted.received[1] == len(body))
+            await answer.send(b"more")
+            await eventually(lambda: scripted.received[1] == len(body) + 4)
+            scripted.send(1, b"reply")
+            scripted.end_with_trailers(1, [("grpc-status", "0"), ("grpc-message", "done")])
+            assert await answer.read() == b"reply"
+            assert answer.trailers == {"grpc-status": "0", "grpc-message": "done"}
+            assert answer.finished
     finally:
         await client.aclose()
 
@@ -239,26 +236,22 @@ async def test_a_stream_is_acknowledged_only_as_its_reader_takes_the_data(
     window = 256 * 1024
     client = client_of(scripted, stream_window=window, connection_window=window)
     try:
-        opening = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
-        await eventually(lambda: scripted.requests == [1])
-        scripted.answer(1)
-        answer = await opening
-        data = bytes(range(256)) * (3 * window // 256)
-        sent = scripted.send(1, data)
-        assert sent == window
-        scripted.ping()
-        await eventually(lambda: scripted.ping_acks == 1)
-        assert scripted.send(1, data[sent:]) == 0  # the client has processed it, unread
-        received = bytearray()
-        chunks = answer.chunks()
-        while len(received) < len(data):
-            while len(received) < sent:
-                received += await anext(chunks)
-            if sent < len(data):
-                await eventually(lambda: scripted.conn.local_flow_control_window(1) > 0)
-                sent += scripted.send(1, data[sent:])
-        assert received == data
-        answer.close()
+        async with client.stream("GET", "/watch", headers={}) as answer:
+            data = bytes(range(256)) * (3 * window // 256)
+            sent = scripted.send(1, data)
+            assert sent == window
+            scripted.ping()
+            await eventually(lambda: scripted.ping_acks == 1)
+            assert scripted.send(1, data[sent:]) == 0  # the client has processed it, unread
+            received = bytearray()
+            chunks = answer.chunks()
+            while len(received) < len(data):
+                while len(received) < sent:
+                    received += await anext(chunks)
+                if sent < len(data):
+                    await eventually(lambda: scripted.conn.local_flow_control_window(1) > 0)
+                    sent += scripted.send(1, data[sent:])
+            assert received == data
     finally:
         await client.aclose()
 
@@ -270,19 +263,14 @@ async def test_goaway_ends_duplex_streams_and_lets_others_finish(
     its owner reconnects; a plain stream the server still serves stays open."""
     client = client_of(scripted)
     try:
-        plain = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
-        await eventually(lambda: scripted.requests == [1])
-        duplex = asyncio.create_task(client.open_stream("POST", "/call", headers={}, duplex=True))
-        await eventually(lambda: scripted.requests == [1, 3])
-        scripted.answer(1)
-        scripted.answer(3)
-        watch, call = await plain, await duplex
-        scripted.goaway(last_stream_id=3)
-        with pytest.raises(ConnectionFailedError, match="GOAWAY"):
-            await asyncio.wait_for(call.read(), 5)
-        assert not watch.finished
-        watch.close()
-        call.close()
+        async with (
+            client.stream("GET", "/watch", headers={}) as watch,
+            client.stream("POST", "/call", headers={}, duplex=True) as call,
+        ):
+            scripted.goaway(last_stream_id=3)
+            with pytest.raises(ConnectionFailedError, match="GOAWAY"):
+                await asyncio.wait_for(call.read(), 5)
+            assert not watch.finished
     finally:
         await client.aclose()
 
@@ -300,20 +288,16 @@ async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link(
             on_ping=lambda: pings.append(1),
         )
         try:
-            opening = asyncio.create_task(client.open_stream("GET", "/watch", headers={}))
-            await eventually(lambda: scripted.requests == [1])
-            scripted.answer(1)
-            answer = await opening
-            # Acknowledged pings keep the connection: the idle stream stays open.
-            await eventually(lambda: scripted.pings >= 3)
-            assert not answer.finished
-            link.blackhole = True  # packets vanish: no ACK will come
-            loop = asyncio.get_running_loop()
-            started = loop.time()
-            with pytest.raises(ConnectionFailedError, match="keepalive"):
-                await asyncio.wait_for(answer.read(), 5)
-            assert loop.time() - started < 0.2 + 0.5 + 0.5
-            assert len(pings) >= 4
-            answer.close()
+            async with client.stream("GET", "/watch", headers={}) as answer:
+                # Acknowledged pings keep the connection: the idle stream stays open.
+                await eventually(lambda: scripted.pings >= 3)
+                assert not answer.finished
+                link.blackhole = True  # packets vanish: no ACK will come
+                loop = asyncio.get_running_loop()
+                started = loop.time()
+                with pytest.raises(ConnectionFailedError, match="keepalive"):
+                    await asyncio.wait_for(answer.read(), 5)
+                assert loop.time() - started < 0.2 + 0.5 + 0.5
+                assert len(pings) >= 4
         finally:
             await client.aclose()

@@ -103,3 +103,21 @@ async def test_the_call_pings_when_idle_and_a_broken_link_ends_it_with_a_grpc_er
             await call.close()
     finally:
         await double.stop()
+
+
+async def test_closing_the_call_ends_a_recv_waiting_on_it() -> None:
+    """The tunnel stops a session by closing its call while the session waits in `recv`."""
+    ca = CertificateAuthority.generate("ca")
+    double = await ProxyServerDouble(ca).start()
+    try:
+        call = await open_call(ca, double.agent_address)
+        waiting = asyncio.create_task(call.recv())
+        await polling.eventually(
+            lambda: waiting.get_coro().cr_await is not None,  # type: ignore[union-attr]
+            what="recv waiting",
+        )
+        await call.close()
+        with pytest.raises(GrpcError):
+            await asyncio.wait_for(waiting, 5)
+    finally:
+        await double.stop()
