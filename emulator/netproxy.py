@@ -111,6 +111,10 @@ class LinkProxy:
             await asyncio.gather(
                 self._pipe(reader, up_writer, up=True), self._pipe(up_reader, writer, up=False)
             )
+        except asyncio.CancelledError:
+            # Ended by close(): the handler returns, not cancelled (Python 3.11's stream server
+            # asks a cancelled handler task for its exception, which raises in its callback).
+            pass
         finally:
             self._tasks.discard(task)
             for w in (writer, up_writer):

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from emulator.netproxy import LinkProxy
+from tests.emulator.fronts.core import eventually
 
 
 async def _echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -102,3 +103,28 @@ async def test_refused_connections_are_closed_and_counted() -> None:
             data = await asyncio.wait_for(reader.read(1), 5)
         assert data in (b"?", b"")  # reset or closed: never an answer
         assert proxy.attempts_since(moment) == 1
+
+
+async def test_closing_with_traffic_in_flight_logs_no_error() -> None:
+    """Closed while a connection's bytes wait on the link: the connection ends, and nothing is
+    reported to the loop's exception handler (Python 3.11's stream server calls exception() on
+    its handler task, which raises for a cancelled one)."""
+    loop = asyncio.get_running_loop()
+    reported: list[dict[str, object]] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reported.append(context))
+    try:
+        async with echo_through_proxy() as proxy:
+            proxy.latency = 5.0  # the bytes are still on the link when the proxy closes
+            reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+            writer.write(b"in flight")
+            await writer.drain()
+            await eventually(lambda: proxy.bytes_up == 0 and bool(proxy._tasks))
+        with contextlib.suppress(ConnectionError):  # reset: close() ends connections with RST
+            assert await asyncio.wait_for(reader.read(), 5) == b""
+        writer.close()
+        for _ in range(5):
+            await asyncio.sleep(0)  # let the server's done-callbacks run
+        assert reported == []
+    finally:
+        loop.set_exception_handler(previous)
