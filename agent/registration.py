@@ -20,9 +20,10 @@ API returns; they are never decoded and never logged.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import asyncio
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import (
@@ -62,6 +63,7 @@ from agent.tunnel.route import TunnelPublication
 log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
+T = TypeVar("T")
 
 
 SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
@@ -396,8 +398,11 @@ def spec_patch(live_spec: Mapping[str, Any], desired: Mapping[str, Any]) -> Json
 CLUSTER_UPDATE_ATTEMPTS = 5
 
 
-async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> JsonDict:
-    """Create the Cluster, or update only the fields we own.
+async def ensure_cluster(
+    karmada: KubeClient, name: str, desired: JsonDict, *, live: JsonDict | None = None
+) -> JsonDict:
+    """Create the Cluster, or update only the fields we own. `live`: the Cluster as just read
+    (listed), which spares reading it again.
 
     An update (PUT) of the Cluster as read with exactly the differing owned fields changed,
     sent only when something differs and read again on a conflict: taints, resourceModels and
@@ -409,7 +414,8 @@ async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> J
     is (upstream's agent exits).
     """
     try:
-        live = await karmada.get(CLUSTERS, name)
+        if live is None:
+            live = await karmada.get(CLUSTERS, name)
     except NotFoundError:
         body = {
             "apiVersion": CLUSTER_API_VERSION,
@@ -456,31 +462,37 @@ async def ensure_cluster(karmada: KubeClient, name: str, desired: JsonDict) -> J
     return live  # unreachable: the loop returns or raises
 
 
-async def _ensure_secret(karmada: KubeClient, namespace: str, name: str, data: JsonDict) -> None:
-    body = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
-        "data": data,
-    }
+async def _ensure_secret(
+    karmada: KubeClient, namespace: str, name: str, data: JsonDict
+) -> JsonDict:
+    """The Secret with `data`, as it is now. Read first: on a restart it exists, and over a
+    slow link a create refused as AlreadyExists is a round trip for nothing."""
     try:
-        await karmada.create(SECRETS, body)
-        return
-    except AlreadyExistsError:
-        pass
-    live = await karmada.get(SECRETS, name, namespace=namespace)
+        live = await karmada.get(SECRETS, name, namespace=namespace)
+    except NotFoundError:
+        body = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "data": data,
+        }
+        try:
+            return await karmada.create(SECRETS, body)
+        except AlreadyExistsError:
+            live = await karmada.get(SECRETS, name, namespace=namespace)
     live_data = live.get("data") or {}
     changed = {k: v for k, v in data.items() if live_data.get(k) != v}
     # Upstream keeps an existing Secret as it is; a rotated member token would then never reach
     # the control plane, so the reported keys are brought up to date.
     if changed:
-        await karmada.patch(SECRETS, name, {"data": changed}, namespace=namespace)
+        return await karmada.patch(SECRETS, name, {"data": changed}, namespace=namespace)
+    return live
 
 
-async def _own_secret(karmada: KubeClient, namespace: str, name: str, cluster: JsonDict) -> None:
+async def _own_secret(karmada: KubeClient, secret: JsonDict, cluster: JsonDict) -> None:
     owner = cluster_owner_reference(cluster, controller=True)
-    secret = await karmada.get(SECRETS, name, namespace=namespace)
-    references = list((secret.get("metadata") or {}).get("ownerReferences") or [])
+    meta = secret.get("metadata") or {}
+    references = list(meta.get("ownerReferences") or [])
     if any(ref.get("uid") == owner["uid"] for ref in references):
         return
     # A controller reference to another (older) Cluster of the same name would be a second
@@ -488,7 +500,10 @@ async def _own_secret(karmada: KubeClient, namespace: str, name: str, cluster: J
     references = [ref for ref in references if not ref.get("controller")]
     references.append(owner)
     await karmada.patch(
-        SECRETS, name, {"metadata": {"ownerReferences": references}}, namespace=namespace
+        SECRETS,
+        str(meta.get("name")),
+        {"metadata": {"ownerReferences": references}},
+        namespace=str(meta.get("namespace")),
     )
 
 
@@ -500,39 +515,57 @@ async def register_in_control_plane(
     *,
     hint: str = "--karmada-kubeconfig",
     tunnel: TunnelPublication | None = None,
+    listed: JsonDict | None = None,
 ) -> JsonDict:
+    """The namespace, the reported Secrets, the Cluster (`listed`: as just listed, if it
+    exists), each Secret owned by the Cluster. Steps that do not depend on each other go at
+    once: over a slow link each request is a round trip."""
     cluster, namespace = options.cluster_name, options.cluster_namespace
-    step = f"creating namespace {namespace} on the Karmada control plane"
-    try:
-        await _ensure_namespace(karmada, namespace)
-        reported: list[str] = []
-        if options.report_kube_impersonator and credentials.impersonator_token:
-            step = f"reporting Secret {namespace}/{impersonator_secret_name(cluster)}"
-            await _ensure_secret(
-                karmada,
-                namespace,
-                impersonator_secret_name(cluster),
-                {"token": credentials.impersonator_token},
+
+    async def step(action: str, call: Awaitable[T]) -> T:
+        try:
+            return await call
+        except KubeError as exc:
+            raise _explain(exc, side="Karmada", action=action, hint=hint) from exc
+
+    await step(
+        f"creating namespace {namespace} on the Karmada control plane",
+        _ensure_namespace(karmada, namespace),
+    )
+    reported: dict[str, JsonDict] = {}
+    if options.report_kube_impersonator and credentials.impersonator_token:
+        reported[impersonator_secret_name(cluster)] = {"token": credentials.impersonator_token}
+    data: dict[str, str] = {}
+    if options.report_kube_credentials and credentials.token:
+        data["token"] = credentials.token
+        if credentials.ca_bundle:
+            data["caBundle"] = credentials.ca_bundle
+    if tunnel is not None:
+        data["caBundle"] = tunnel.ca_bundle  # the control plane verifies the route with it
+    if data:
+        reported[cluster] = data
+    secrets = await asyncio.gather(
+        *(
+            step(
+                f"reporting Secret {namespace}/{name}",
+                _ensure_secret(karmada, namespace, name, secret_data),
             )
-            reported.append(impersonator_secret_name(cluster))
-        data: dict[str, str] = {}
-        if options.report_kube_credentials and credentials.token:
-            data["token"] = credentials.token
-            if credentials.ca_bundle:
-                data["caBundle"] = credentials.ca_bundle
-        if tunnel is not None:
-            data["caBundle"] = tunnel.ca_bundle  # the control plane verifies the route with it
-        if data:
-            step = f"reporting Secret {namespace}/{cluster}"
-            await _ensure_secret(karmada, namespace, cluster, data)
-            reported.append(cluster)
-        step = f"creating or updating Cluster {cluster}"
-        cluster_obj = await ensure_cluster(karmada, cluster, desired_spec)
-        for name in reported:
-            step = f"setting the owner of Secret {namespace}/{name} to Cluster {cluster}"
-            await _own_secret(karmada, namespace, name, cluster_obj)
-    except KubeError as exc:
-        raise _explain(exc, side="Karmada", action=step, hint=hint) from exc
+            for name, secret_data in reported.items()
+        )
+    )
+    cluster_obj = await step(
+        f"creating or updating Cluster {cluster}",
+        ensure_cluster(karmada, cluster, desired_spec, live=listed),
+    )
+    await asyncio.gather(
+        *(
+            step(
+                f"setting the owner of Secret {namespace}/{name} to Cluster {cluster}",
+                _own_secret(karmada, secret, cluster_obj),
+            )
+            for name, secret in zip(reported, secrets, strict=True)
+        )
+    )
     return cluster_obj
 
 
@@ -560,7 +593,8 @@ async def register(
         raise _explain(
             exc, side="Karmada", action="listing Clusters", hint="--karmada-kubeconfig"
         ) from exc
-    check_unique(list(listed.get("items") or []), options.cluster_name, cluster_id)
+    clusters = list(listed.get("items") or [])
+    check_unique(clusters, options.cluster_name, cluster_id)
 
     credentials = MemberCredentials()
     if options.report_kube_credentials or options.report_kube_impersonator:
@@ -583,7 +617,20 @@ async def register(
         tunnel=publication,
     )
     cluster = await register_in_control_plane(
-        karmada, options, desired, credentials, tunnel=publication
+        karmada,
+        options,
+        desired,
+        credentials,
+        tunnel=publication,
+        listed=next(
+            (
+                # A list's items may come without them (as built-in types' do).
+                {"apiVersion": CLUSTER_API_VERSION, "kind": "Cluster", **c}
+                for c in clusters
+                if (c.get("metadata") or {}).get("name") == options.cluster_name
+            ),
+            None,
+        ),
     )
     log.info("registered cluster %s (id %s)", options.cluster_name, cluster_id)
     return RegistrationResult(cluster=cluster, cluster_id=cluster_id)

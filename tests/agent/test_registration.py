@@ -190,6 +190,32 @@ async def test_restart_is_accepted_and_does_not_rewrite_the_cluster(tmp_path: Pa
         ]
 
 
+async def test_a_restart_registers_in_few_control_plane_reads_and_no_writes(
+    tmp_path: Path,
+) -> None:
+    """Over a slow link every request to the control plane is a round trip: a restart with
+    both Secrets reported reads what it needs once (the Clusters listed, the namespace, each
+    Secret) and writes nothing when everything is as it should be."""
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options()
+        await register(karmada, member, options, token_poll_interval=0.05)
+        pair.karmada.accounting.reset()
+        await register(karmada, member, options, token_poll_interval=0.05)
+        requests = {
+            (row["verb"], row.get("resource", row.get("path"))): row["count"]
+            for row in pair.karmada.accounting.rows()
+        }
+        assert requests == {
+            ("list", "clusters"): 1,
+            ("get", "namespaces"): 1,
+            ("get", "secrets"): 2,
+        }
+
+
 async def test_refuses_a_name_taken_by_another_cluster(tmp_path: Path) -> None:
     async with (
         emulator_pair(tmp_path) as pair,
