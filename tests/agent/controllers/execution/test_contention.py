@@ -9,10 +9,19 @@ import contextlib
 import uuid
 from typing import Any
 
-from agent.controllers.execution.contention import EVENT_REAPPLY_THROTTLED, ROUNDS
+from prometheus_client import CollectorRegistry
+
+from agent.controllers.execution.contention import (
+    BACKOFF_BASE,
+    EVENT_REAPPLY_THROTTLED,
+    QUIET,
+    ROUNDS,
+    Contention,
+)
 from agent.kube.clock import FakeClock
 from agent.kube.errors import KubeError
 from agent.kube.resources import CONFIGMAPS
+from agent.metrics import AgentMetrics
 from agent.resources import WORKS
 from tests.agent.controllers.harness import (
     APPLIED_FAILED,
@@ -154,6 +163,33 @@ async def test_a_changed_work_ends_the_contest() -> None:
         await pair.karmada.replace(WORKS, work)
         await pair.wait_work("fixed", APPLIED_OK)
         await pair.wait_member(CONFIGMAPS, "fixed")
+
+
+def test_contests_are_counted_in_the_metrics() -> None:
+    """karmada_agent_contested_objects follows the fights going on, karmada_agent_object_contests
+    counts each that started."""
+    registry = CollectorRegistry()
+    clock = FakeClock()
+    contention = Contention(clock=clock, metrics=AgentMetrics(registry))
+    key = (CONFIGMAPS, "default", "fought")
+
+    def sample(name: str) -> float | None:
+        return registry.get_sample_value(name)
+
+    waits = []
+    for _ in range(ROUNDS):
+        waits.append(contention.undone(key, "w", 1, "changed on the member"))
+        clock.advance(0.1)
+    assert waits == [0.0] * (ROUNDS - 1) + [BACKOFF_BASE]
+    assert sample("karmada_agent_contested_objects") == 1
+    assert sample("karmada_agent_object_contests_total") == 1
+    # Re-applied after the backoff, and left alone: the contest is over.
+    clock.advance(BACKOFF_BASE)
+    contention.applied(key)
+    clock.advance(QUIET)
+    assert contention.contest(key, 1) is None
+    assert sample("karmada_agent_contested_objects") == 0
+    assert sample("karmada_agent_object_contests_total") == 1
 
 
 async def _value(value: int) -> int:
