@@ -209,6 +209,8 @@ async def _scenario(
         clock.mark("member_online")
         link_at_member_back = (link.bytes_up, link.bytes_down)
         requests_at_member_back = await _call(cp.requests())
+        status_writes = StatusWrites(admin, set(names))
+        await status_writes.start()
     finally:
         cutter.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -227,13 +229,37 @@ async def _scenario(
         converged_at.append(time.monotonic())
         return True
 
-    with contextlib.suppress(TimeoutError):
-        await _until(converged, CONVERGE_WITHIN_SECONDS * 4, "every Work converged", agent)
+    link_seconds: list[list[float]] = []
+
+    async def sample_link() -> None:
+        while True:
+            link_seconds.append(
+                [
+                    round(time.monotonic() - faults_end, 1),
+                    round((link.bytes_down - link_at_member_back[1]) / 1000, 1),
+                    round((link.bytes_up - link_at_member_back[0]) / 1000, 1),
+                ]
+            )
+            await asyncio.sleep(1.0)  # the sampling period of the timeline
+
+    sampler = asyncio.create_task(sample_link())
+    try:
+        with contextlib.suppress(TimeoutError):
+            await _until(converged, CONVERGE_WITHIN_SECONDS * 4, "every Work converged", agent)
+    finally:
+        sampler.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sampler
+        await status_writes.stop()
     clock.mark("converged" if converged_at else "gave_up")
     slow_link = {
         "bytes_to_control_plane": link.bytes_up - link_at_member_back[0],
         "bytes_from_control_plane": link.bytes_down - link_at_member_back[1],
         "requests": _request_bytes(requests_at_member_back, await _call(cp.requests())),
+        # [seconds after the faults end, KB from the control plane, KB to it] since the
+        # member came back, once a second.
+        "timeline_kb": link_seconds,
+        "work_status_writes": status_writes.summary(faults_end),
     }
     await _until(lambda: _quiet(admin), 60, "the agent's Events settled", agent)
 
@@ -336,6 +362,89 @@ class AgentProcess:
 
 class AgentExitedError(RuntimeError):
     pass
+
+
+class StatusWrites:
+    """The Works' status changes the control plane stored, watched (as its admin, not over the
+    slow link) from the member's return: how many, of which Works, what each one changed."""
+
+    def __init__(self, admin: KubeClient, names: set[str]) -> None:
+        self.admin = admin
+        self.names = names
+        self.writes: list[tuple[float, str, list[str]]] = []
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        listed = await _call(self.admin.list(WORKS, namespace=ES))
+        known = {w["metadata"]["name"]: w for w in listed["items"]}
+        self._task = asyncio.create_task(self._watch(known, listed["metadata"]["resourceVersion"]))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _watch(self, known: dict[str, JSON], version: str) -> None:
+        async with self.admin.watch(WORKS, namespace=ES, resource_version=version) as events:
+            async for event in events:
+                work = event.get("object") or {}
+                name = (work.get("metadata") or {}).get("name")
+                if event.get("type") != "MODIFIED" or name not in self.names:
+                    continue
+                before = known.get(name) or {}
+                known[name] = work
+                changed = _status_changes(before.get("status") or {}, work.get("status") or {})
+                if changed:
+                    self.writes.append((time.monotonic(), name, changed))
+
+    def summary(self, since: float) -> JSON:
+        by_change: dict[str, int] = {}
+        per_work: dict[str, int] = {}
+        for _, name, changed in self.writes:
+            per_work[name] = per_work.get(name, 0) + 1
+            for what in changed:
+                by_change[what] = by_change.get(what, 0) + 1
+        moments = [round(t - since, 1) for t, _, _ in self.writes]
+        return {
+            "writes": len(self.writes),
+            "works": len(per_work),
+            "works_written_more_than_once": sum(1 for n in per_work.values() if n > 1),
+            "by_change": dict(sorted(by_change.items(), key=lambda kv: -kv[1])),
+            "first_last_seconds_after_faults": [min(moments), max(moments)] if moments else [],
+        }
+
+
+def _status_changes(before: JSON, after: JSON) -> list[str]:
+    """What a status write changed: each condition type by what changed in it, manifestStatuses
+    (added, or changed), any other key."""
+    out = []
+    for key in sorted(set(before) | set(after)):
+        old, new = before.get(key), after.get(key)
+        if old == new:
+            continue
+        if key == "conditions":
+            old_by = {c.get("type"): c for c in old or []}
+            for condition in new or []:
+                was = old_by.get(condition.get("type")) or {}
+                fields = [
+                    f for f in ("status", "reason", "message") if was.get(f) != condition.get(f)
+                ]
+                if fields:
+                    out.append(f"{condition.get('type')} {'/'.join(fields)}")
+        elif key == "manifestStatuses" and old and new and len(old) == len(new):
+            fields = sorted(
+                {
+                    f
+                    for o, n in zip(old, new, strict=True)
+                    for f in set(o) | set(n)
+                    if o.get(f) != n.get(f)
+                }
+            )
+            out.append(f"manifestStatuses {'/'.join(fields)}")
+        else:
+            out.append(f"{key} {'added' if old is None else 'changed'}")
+    return out
 
 
 # --- faults over HTTP -------------------------------------------------------------------------
