@@ -54,6 +54,7 @@ from agent.options import Options
 from agent.registration import RegistrationError, RegistrationResult, register
 from agent.serving import Serving
 from agent.sources import Sources, live_sources
+from agent.sources.works import WorkInformer
 
 if TYPE_CHECKING:
     from agent.tunnel.tunnel import Tunnel
@@ -105,6 +106,9 @@ class Agent:
         # once, at the first failed registration).
         self.offline: OfflineServing | None = None
         self._offline_tried = False
+        # The control plane's Works, watched since the offline start (agent.offline), until the
+        # registered agent's controllers have started on them.
+        self._early_works: WorkInformer | None = None
         self.lost_leadership = False
         self.tunnel: Tunnel | None = None
 
@@ -206,6 +210,7 @@ class Agent:
             return await self._run_with_leader_election(ctx, shared)
         self.manager = ControllerManager(ctx, shared=shared, stop_timeout=self.shutdown_timeout)
         await self.manager.start()
+        await self._release_early_works()
         self.leading.set()
         await self.stop_event.wait()
         self.log.info("stopping controllers")
@@ -322,6 +327,7 @@ class Agent:
             return
         await offline.stop()
         await offline.ctx.events.stop()
+        self._early_works = offline.live_works
         if self.registration is not None and self.karmada is not None:
             writes = await offline.report(self.karmada)
             self.log.info("status observed while offline reported", works=writes)
@@ -353,7 +359,9 @@ class Agent:
         shared by every leadership term."""
         assert self.karmada is not None
         assert self.member is not None
-        ctx = self._new_context(live_sources(self.karmada, self.member, self.options))
+        ctx = self._new_context(
+            live_sources(self.karmada, self.member, self.options, works=self._early_works)
+        )
         self.events = ctx.events
         return ctx, list(ctx.sources.shared)
 
@@ -488,6 +496,7 @@ class Agent:
         self.leading.set()
         try:
             await manager.start()
+            await self._release_early_works()
             await asyncio.Event().wait()  # lead until cancelled
         finally:
             self.leading.clear()
@@ -520,7 +529,14 @@ class Agent:
 
     # --- cleanup -------------------------------------------------------------------------------
 
+    async def _release_early_works(self) -> None:
+        """The controllers run the Works' watch now (or it was never started early)."""
+        works, self._early_works = self._early_works, None
+        if works is not None:
+            await works.stop()
+
     async def _close(self) -> None:
+        await self._release_early_works()
         if self.tunnel is not None:
             await self.tunnel.stop()
         if self.reloader is not None:

@@ -6,6 +6,11 @@ the app runs the execution and workStatus controllers on sources built from that
 (agent.sources.offline_sources): member watches run, drift is put back, health is observed.
 Their status writes are queued per Work and, when the link returns, sent as one merge patch per
 Work (`report`) before the normal controllers start, which then find nothing left to write.
+
+Meanwhile the control plane's Works are watched as the registered agent's controllers will read
+them (`live_works`), listed as soon as the control plane answers again, even while registration
+still waits for the member: those controllers then start on a synced cache, not on a list of
+every Work over what may be a slow link once both sides are back.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from agent.logs import get_logger
 from agent.options import Options
 from agent.sources import Sources, offline_sources, work_records
 from agent.sources.recorded import RecordedWorks
+from agent.sources.works import WorkInformer
 
 log = get_logger(__name__)
 
@@ -43,21 +49,25 @@ async def serve_recorded(
     if not recorded:
         log.info("no recorded Works to serve while the control plane is unreachable")
         return None
-    works = RecordedWorks(karmada, execution_namespace(options.cluster_name), recorded)
+    namespace = execution_namespace(options.cluster_name)
+    works = RecordedWorks(karmada, namespace, recorded)
     sources = offline_sources(karmada, member, options, records=records, works=works)
-    serving = OfflineServing(context(sources), works)
+    serving = OfflineServing(context(sources), works, WorkInformer(karmada, namespace))
     await serving.start()
     return serving
 
 
 class OfflineServing:
-    """The execution and workStatus controllers on the recorded Works."""
+    """The execution and workStatus controllers on the recorded Works; the control plane's
+    Works watched for the registered agent (`live_works`, kept running by `stop`: the app hands
+    it over and stops it)."""
 
     name = "offline"
 
-    def __init__(self, ctx: AgentContext, works: RecordedWorks) -> None:
+    def __init__(self, ctx: AgentContext, works: RecordedWorks, live_works: WorkInformer) -> None:
         self.ctx = ctx
         self.works = works
+        self.live_works = live_works
         enabled = [name for name in OFFLINE_CONTROLLERS if ctx.options.controller_enabled(name)]
         self.manager = ControllerManager(
             ctx, builders=load_builders(enabled).builders, shared=ctx.sources.shared
@@ -65,6 +75,7 @@ class OfflineServing:
 
     async def start(self) -> None:
         await self.manager.start()
+        self.live_works.start()
         log.warning(
             "the control plane is unreachable: serving the recorded Works until it answers",
             works=len(self.works.names()),

@@ -52,13 +52,16 @@ class Sources:
         return self.member_objects, self.interpreter, self.records
 
 
-def live_sources(karmada: KubeClient, member: KubeClient, options: Options) -> Sources:
-    """The sources of a registered agent: the control plane's watches."""
+def live_sources(
+    karmada: KubeClient, member: KubeClient, options: Options, *, works: WorkInformer | None = None
+) -> Sources:
+    """The sources of a registered agent: the control plane's watches (`works`: its Works'
+    watch, when already running)."""
     return _sources(
         karmada,
         member,
         options,
-        works=WorkInformer(karmada, execution_namespace(options.cluster_name)),
+        works=works or WorkInformer(karmada, execution_namespace(options.cluster_name)),
         cluster=ClusterWatch(karmada, options.cluster_name),
         records=work_records(member, options),
     )

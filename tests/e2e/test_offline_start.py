@@ -103,18 +103,7 @@ async def test_agent_started_during_an_outage_serves_its_record(
         admin = await client_for(karmada_kc)
         member = await client_for(member_kc)
         try:
-            async with agent_running(karmada_kc, member_kc):
-                await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
-                web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
-                await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
-                cfg = [configmap("cfg", {"level": "1"})]
-                await admin.create(WORKS, control_plane_work(CLUSTER, "cfg", cfg), namespace=ES)
-                for name in ("web", "cfg"):
-                    await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
-                await eventually(lambda: healthy(admin, "web"), what="web healthy")
-                await eventually(
-                    lambda: _true_when(records(member), {"web", "cfg"}), what="records written"
-                )
+            await _applied_and_recorded(karmada_kc, member_kc, admin, member)
 
             # The agent is down; the control plane goes away; the member drifts.
             await cp.faults.go_offline()
@@ -181,6 +170,67 @@ async def test_agent_started_during_an_outage_serves_its_record(
         finally:
             await member.close()
             await admin.close()
+
+
+@pytest.mark.timeout(120)
+async def test_the_works_are_listed_while_the_member_is_still_away(tmp_path: Path) -> None:
+    """The control plane comes back before the member: the Works are listed then, while
+    registration still waits for the member; once it is back, the controllers start on that
+    list instead of listing every Work again (over a slow link, the largest read of all)."""
+    async with (
+        run_emulator(profile="karmada", name="karmada") as cp,
+        run_emulator(profile="member", name=CLUSTER) as member_emu,
+    ):
+        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
+        member_kc = member_emu.write_kubeconfig(tmp_path / "member")
+        admin = await client_for(karmada_kc)
+        member = await client_for(member_kc)
+        try:
+            await _applied_and_recorded(karmada_kc, member_kc, admin, member)
+            await cp.faults.go_offline()
+            async with agent_running(karmada_kc, member_kc) as agent:
+                await eventually(lambda: _true(agent.offline is not None), what="serving offline")
+                assert agent.offline is not None
+                early = agent.offline.live_works
+                await member_emu.faults.go_offline()
+                await cp.faults.come_back()
+                await eventually(lambda: _true(early.synced), timeout=30, what="Works listed")
+                assert sorted(early.names()) == ["cfg", "web"]
+                assert agent.registration is None  # the member is still away
+                lists = cp.accounting.counts(verb="list", resource="works")
+
+                await member_emu.faults.come_back()
+                await eventually(
+                    lambda: _true(agent.manager is not None), timeout=40, what="registered"
+                )
+                await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
+                for name in ("web", "cfg"):
+                    assert await work_applied(admin, CLUSTER, name)
+                assert agent.manager is not None
+                assert agent.manager.ctx.sources.works is early
+                assert cp.accounting.counts(verb="list", resource="works") == lists
+        finally:
+            await member.close()
+            await admin.close()
+
+
+async def _applied_and_recorded(
+    karmada_kc: Path, member_kc: Path, admin: KubeClient, member: KubeClient
+) -> None:
+    """An agent applies two Works (web: a Deployment and a ConfigMap; cfg: a ConfigMap), records
+    them on the member, and stops."""
+    async with agent_running(karmada_kc, member_kc):
+        await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
+        web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
+        await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
+        cfg = [configmap("cfg", {"level": "1"})]
+        await admin.create(WORKS, control_plane_work(CLUSTER, "cfg", cfg), namespace=ES)
+        for name in ("web", "cfg"):
+            await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
+        await eventually(lambda: healthy(admin, "web"), what="web healthy")
+        await eventually(
+            lambda: _true_when(records(member), {"web", "cfg"}), what="records written"
+        )
 
 
 async def _true_when(value: Any, expected: Any) -> bool:
