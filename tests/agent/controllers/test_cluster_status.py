@@ -363,6 +363,52 @@ async def test_waits_for_the_cluster_controller_finalizer() -> None:
     assert controller.heartbeat is None
 
 
+async def test_clock_skew_against_the_member_is_reported_too(tmp_path: Path) -> None:
+    """Each API server's clock is compared with the agent's: the member's 10 minutes behind
+    (the agent ahead of it) is named as the member cluster's, in the condition and the gauge,
+    while the control plane's agrees."""
+    async with (
+        emulator_pair(tmp_path) as pair,
+        kube_client(pair.karmada_kubeconfig) as karmada,
+        kube_client(pair.member_kubeconfig) as member,
+    ):
+        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
+        await register(karmada, member, options)
+        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        pair.member.set_clock_offset(-600)
+        registry = CollectorRegistry()
+        events = EventRecorder(karmada, component="karmada-agent")
+        controller = ClusterStatusController(
+            karmada=karmada,
+            member=member,
+            options=options,
+            metrics=AgentMetrics(registry),
+            events=events,
+        )
+        try:
+            await member.server_version()  # an answer dated by the member's skewed clock
+            await controller.sync_once()
+            obj = await pair.cluster()
+            assert obj is not None
+            clock = condition(obj, "ClockSynchronized")
+            assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
+            assert "600s ahead of the member cluster" in clock["message"]
+            assert "Karmada control plane" not in clock["message"]
+            member_skew = registry.get_sample_value(
+                "karmada_agent_clock_skew_seconds", {"server": "member"}
+            )
+            assert member_skew is not None
+            assert abs(member_skew - 600) < 2
+            karmada_skew = registry.get_sample_value(
+                "karmada_agent_clock_skew_seconds", {"server": "karmada"}
+            )
+            assert karmada_skew is not None
+            assert abs(karmada_skew) < 2
+        finally:
+            await controller.stop()
+            await events.stop()
+
+
 async def test_clock_skew_is_reported_on_the_cluster(tmp_path: Path) -> None:
     """The agent's clock 10 minutes ahead of the control plane's (its Date headers say so):
     ClockSynchronized=False with how far, the gauge, one ClockSkewed Warning Event; a steady
