@@ -163,6 +163,7 @@ class Reflector:
     async def run(self) -> None:
         need_list = True
         delay = self.backoff_initial
+        unanswered = False  # the last failure got no answer (the server was down)
         while True:
             watches_before = self.watches
             try:
@@ -191,6 +192,11 @@ class Reflector:
                     log.info("%s: %s; retrying in about %.1fs", self.name, exc, delay)
                 else:
                     log.warning("%s: %s; retrying in about %.1fs", self.name, exc, delay)
+                if isinstance(exc, KubeError) and not is_unreachable(exc) and unanswered:
+                    # The first answer after an outage: the outage's waits ended when the
+                    # server answered, and they must not leave this error a long backoff.
+                    delay = self.backoff_initial
+                unanswered = is_unreachable(exc)
                 await self._back_off(delay * (1.0 + random.random()), exc)
                 delay = min(delay * 2, self.backoff_max)
 

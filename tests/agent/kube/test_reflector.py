@@ -206,3 +206,33 @@ async def test_cut_streams_resume_without_growing_backoff() -> None:
     assert reflector.lists == 1
     resumed = [c.params.get("resourceVersion") for c in api.wire.watch_calls()[1:5]]
     assert resumed == bookmarks
+
+
+async def test_an_outage_does_not_grow_the_backoff() -> None:
+    """The first error the server answers once it is back from an outage is retried after the
+    initial delay, not after what the outage's failures had doubled it to (a watch started
+    during a long outage would otherwise wait up to the maximum, 30 s, after a single 500).
+    During the outage the delay grows as usual (each wait ends when the server answers)."""
+    import httpx
+
+    api = await with_configmaps("a")
+    clock = _RecordingClock()
+    outcomes = ["down"] * 12 + ["500"]
+
+    def interceptor(call: Any) -> Any:
+        if call.params.get("watch") or not outcomes:
+            return None  # lists only
+        if outcomes.pop(0) == "down":
+            raise httpx.ConnectError("connection refused")
+        return httpx.Response(500, json=status(500, "InternalError"))
+
+    api.wire.answers.append(interceptor)
+    reflector = Reflector(
+        api.client(), CONFIGMAPS, namespace="ns", backoff_initial=0.5, clock=clock
+    )
+    task = await start(reflector)
+    await stop(task)
+    assert not outcomes
+    *outage, after_500 = clock.sleeps
+    assert outage[-1] > 2.0, clock.sleeps  # grown while nothing answered
+    assert 0.5 <= after_500 <= 1.0, clock.sleeps
