@@ -86,4 +86,4 @@ class OfflineServing:
 
     async def report(self, karmada: KubeClient) -> int:
         """Send the status queued while offline; returns the writes made."""
-        return await self.works.report(karmada)
+        return await self.works.report(karmada, into=self.live_works)

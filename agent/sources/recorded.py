@@ -62,23 +62,30 @@ class RecordedWorks(_NotWatched, WorkInformer):
         self.reflector.observe(updated)
         return updated
 
-    async def report(self, karmada: KubeClient) -> int:
+    async def report(self, karmada: KubeClient, into: WorkInformer | None = None) -> int:
         """Send the queued status, one merge patch per Work, a few at a time (over a slow link
-        one after the other costs a round trip per Work); returns the writes made."""
+        one after the other costs a round trip per Work); returns the writes made. `into`: the
+        control plane's Works as the registered controllers will read them; once listed, each
+        write goes through it, so that they start knowing what was reported (the watch's echo
+        of it may be seconds behind over a slow link) instead of writing it again."""
         limit = asyncio.Semaphore(REPORT_CONCURRENCY)
 
         async def write(name: str, status: JsonDict) -> int:
             async with limit:
                 try:
-                    await karmada.patch(
-                        WORKS,
-                        name,
-                        {"status": status},
-                        patch_type="merge",
-                        namespace=self.namespace,
-                        subresource="status",
-                        metadata_only=True,  # the whole Work back would only cost the link
-                    )
+                    known = into.get(name) if into is not None and into.synced else None
+                    if known is not None and into is not None:
+                        await into.patch_status(known, status)
+                    else:
+                        await karmada.patch(
+                            WORKS,
+                            name,
+                            {"status": status},
+                            patch_type="merge",
+                            namespace=self.namespace,
+                            subresource="status",
+                            metadata_only=True,  # the whole Work back would only cost the link
+                        )
                 except NotFoundError:
                     log.info("Work gone while offline; its queued status is dropped", work=name)
                 except KubeError as exc:

@@ -1,0 +1,56 @@
+"""The status an agent queued while it served its record offline is reported once the control
+plane answers, through the registered controllers' Works watch when that is listed already."""
+
+from __future__ import annotations
+
+from agent.karmada import names
+from agent.kube.resources import NAMESPACES
+from agent.resources import WORKS
+from agent.sources.recorded import RecordedWorks
+from agent.sources.works import WorkInformer
+from emulator.emulator import run_emulator
+from tests.agent.controllers.harness import EXEC_NS, configmap, karmada_work, kube_client
+
+APPLIED = {
+    "conditions": [
+        {
+            "type": names.WORK_APPLIED,
+            "status": "True",
+            "reason": names.REASON_APPLIED_SUCCESSFUL,
+            "message": "Manifest has been successfully applied",
+            "lastTransitionTime": "2026-11-25T00:00:00Z",
+        }
+    ]
+}
+
+
+async def test_the_report_goes_through_the_listed_works_watch() -> None:
+    """Over a slow link the watch's echo of a write comes seconds later: the controllers that
+    start on the watch right after the report must find the reported status in it already, or
+    they write it again."""
+    async with run_emulator("karmada", name="karmada") as cp:
+        karmada = kube_client(cp)
+        await karmada.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EXEC_NS}}
+        )
+        work = await karmada.create(WORKS, karmada_work("w", [configmap("w")]), namespace=EXEC_NS)
+        live = WorkInformer(karmada, EXEC_NS)
+        live.start()
+        try:
+            assert await live.wait_synced(5)
+            # The watch's echoes are held back: the resumed watch waits 30 s for its answer.
+            cp.faults.add_latency(30.0, verb="watch", resource="works")
+            await cp.faults.drop_watches()
+            recorded = RecordedWorks(karmada, EXEC_NS, [work])
+            recorded.queued["w"] = APPLIED
+            assert await recorded.report(karmada, into=live) == 1
+
+            cached = live.get("w")
+            assert cached is not None
+            assert cached.get("status", {}).get("conditions") == APPLIED["conditions"]
+            stored = await karmada.get(WORKS, "w", namespace=EXEC_NS)
+            assert stored["status"]["conditions"] == APPLIED["conditions"]
+            assert cp.accounting.counts(verb="patch", resource="works/status") == 1
+        finally:
+            await live.stop()
+            await karmada.close()
