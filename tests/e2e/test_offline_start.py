@@ -94,82 +94,71 @@ async def configmap_data(member: KubeClient, name: str) -> dict[str, str] | None
 async def test_agent_started_during_an_outage_serves_its_record(
     tmp_path: Path, first_read_fails: bool
 ) -> None:
-    async with (
-        run_emulator(profile="karmada", name="karmada") as cp,
-        run_emulator(profile="member", name=CLUSTER) as member_emu,
-    ):
-        karmada_kc = cp.write_kubeconfig(tmp_path / "karmada")
-        member_kc = member_emu.write_kubeconfig(tmp_path / "member")
-        admin = await client_for(karmada_kc)
-        member = await client_for(member_kc)
-        try:
-            await _applied_and_recorded(karmada_kc, member_kc, admin, member)
+    async with applied_and_recorded(tmp_path) as setup:
+        cp, member_emu, karmada_kc, member_kc, admin, member = setup
 
-            # The agent is down; the control plane goes away; the member drifts.
-            await cp.faults.go_offline()
-            await member.delete(CONFIGMAPS, "web-config", namespace="default")
-            await member.patch(
-                CONFIGMAPS, "cfg", {"data": {"level": "9"}}, patch_type="merge", namespace="default"
+        # The agent is down; the control plane goes away; the member drifts.
+        await cp.faults.go_offline()
+        await member.delete(CONFIGMAPS, "web-config", namespace="default")
+        await member.patch(
+            CONFIGMAPS, "cfg", {"data": {"level": "9"}}, patch_type="merge", namespace="default"
+        )
+        await member.patch(
+            DEPLOYMENTS,
+            "web",
+            {"spec": {"replicas": 5}},
+            patch_type="merge",
+            namespace="default",
+        )
+
+        if first_read_fails:
+            # The member fails the first read of the record: it is read again.
+            member_emu.faults.fail_next(1, 500, verb="list", resource="secrets")
+        async with agent_running(karmada_kc, member_kc) as agent:
+            # Served from the record while the control plane stays unreachable.
+            await eventually(
+                lambda: _true_when(configmap_data(member, "web-config"), {"mode": "fast"}),
+                timeout=30,
+                what="web-config put back offline",
             )
-            await member.patch(
-                DEPLOYMENTS,
-                "web",
-                {"spec": {"replicas": 5}},
-                patch_type="merge",
-                namespace="default",
+            await eventually(
+                lambda: _true_when(configmap_data(member, "cfg"), {"level": "1"}),
+                what="cfg put back offline",
             )
 
-            if first_read_fails:
-                # The member fails the first read of the record: it is read again.
-                member_emu.faults.fail_next(1, 500, verb="list", resource="secrets")
-            async with agent_running(karmada_kc, member_kc) as agent:
-                # Served from the record while the control plane stays unreachable.
-                await eventually(
-                    lambda: _true_when(configmap_data(member, "web-config"), {"mode": "fast"}),
-                    timeout=30,
-                    what="web-config put back offline",
-                )
-                await eventually(
-                    lambda: _true_when(configmap_data(member, "cfg"), {"level": "1"}),
-                    what="cfg put back offline",
-                )
+            async def replicas() -> int:
+                obj = await member.get(DEPLOYMENTS, "web", namespace="default")
+                return int(obj["spec"]["replicas"])
 
-                async def replicas() -> int:
-                    obj = await member.get(DEPLOYMENTS, "web", namespace="default")
-                    return int(obj["spec"]["replicas"])
+            await eventually(lambda: _true_when(replicas(), 2), what="web scaled back")
+            assert agent.registration is None
+            assert agent.offline is not None
+            assert agent.offline.works is not None
+            # Health was observed: the status queued for the control plane says so.
+            queued = agent.offline.works.queued
+            await eventually(lambda: _true("web" in queued), what="web status queued")
 
-                await eventually(lambda: _true_when(replicas(), 2), what="web scaled back")
-                assert agent.registration is None
-                assert agent.offline is not None
-                assert agent.offline.works is not None
-                # Health was observed: the status queued for the control plane says so.
-                queued = agent.offline.works.queued
-                await eventually(lambda: _true("web" in queued), what="web status queued")
+            writes_before = cp.accounting.counts(verb="patch", resource="works/status")
+            await cp.faults.come_back()
 
-                writes_before = cp.accounting.counts(verb="patch", resource="works/status")
-                await cp.faults.come_back()
+            await eventually(
+                lambda: _true(agent.manager is not None), timeout=40, what="registered"
+            )
+            assert agent.registration is not None
+            await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
+            lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+            renewed = lease["spec"]["renewTime"]
 
-                await eventually(
-                    lambda: _true(agent.manager is not None), timeout=40, what="registered"
-                )
-                assert agent.registration is not None
-                await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
-                lease = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
-                renewed = lease["spec"]["renewTime"]
+            async def lease_renewed() -> bool:
+                now = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
+                return bool(now["spec"]["renewTime"] != renewed)
 
-                async def lease_renewed() -> bool:
-                    now = await admin.get(LEASES, CLUSTER, namespace="karmada-cluster")
-                    return bool(now["spec"]["renewTime"] != renewed)
-
-                await eventually(lease_renewed, timeout=15, what="the heartbeat resumed")
-                await eventually(lambda: healthy(admin, "web"), what="web reported healthy")
-                for name in ("web", "cfg"):
-                    assert await work_applied(admin, CLUSTER, name)
-                writes = cp.accounting.counts(verb="patch", resource="works/status") - writes_before
-                assert 1 <= writes <= 2, f"{writes} status writes for 2 Works"
-        finally:
-            await member.close()
-            await admin.close()
+            await eventually(lease_renewed, timeout=15, what="the heartbeat resumed")
+            await eventually(lambda: healthy(admin, "web"), what="web reported healthy")
+            for name in ("web", "cfg"):
+                assert await work_applied(admin, CLUSTER, name)
+            writes = cp.accounting.counts(verb="patch", resource="works/status") - writes_before
+            assert 1 <= writes <= 2, f"{writes} status writes for 2 Works"
 
 
 @pytest.mark.timeout(120)
@@ -177,6 +166,37 @@ async def test_the_works_are_listed_while_the_member_is_still_away(tmp_path: Pat
     """The control plane comes back before the member: the Works are listed then, while
     registration still waits for the member; once it is back, the controllers start on that
     list instead of listing every Work again (over a slow link, the largest read of all)."""
+    async with applied_and_recorded(tmp_path) as setup:
+        cp, member_emu, karmada_kc, member_kc, admin, _ = setup
+        await cp.faults.go_offline()
+        async with agent_running(karmada_kc, member_kc) as agent:
+            await eventually(lambda: _true(agent.offline is not None), what="serving offline")
+            assert agent.offline is not None
+            early = agent.offline.live_works
+            await member_emu.faults.go_offline()
+            await cp.faults.come_back()
+            await eventually(lambda: _true(early.synced), timeout=30, what="Works listed")
+            assert sorted(early.names()) == ["cfg", "web"]
+            assert agent.registration is None  # the member is still away
+            lists = cp.accounting.counts(verb="list", resource="works")
+
+            await member_emu.faults.come_back()
+            await eventually(
+                lambda: _true(agent.manager is not None), timeout=40, what="registered"
+            )
+            await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
+            for name in ("web", "cfg"):
+                assert await work_applied(admin, CLUSTER, name)
+            assert agent.manager is not None
+            assert agent.manager.ctx.sources.works is early
+            assert cp.accounting.counts(verb="list", resource="works") == lists
+
+
+@contextlib.asynccontextmanager
+async def applied_and_recorded(tmp_path: Path) -> AsyncIterator[Any]:
+    """Both emulators, an agent that applied two Works (web: a Deployment and a ConfigMap; cfg:
+    a ConfigMap) and recorded them on the member, stopped again: (control plane, member,
+    their kubeconfigs, an admin client of each)."""
     async with (
         run_emulator(profile="karmada", name="karmada") as cp,
         run_emulator(profile="member", name=CLUSTER) as member_emu,
@@ -186,51 +206,22 @@ async def test_the_works_are_listed_while_the_member_is_still_away(tmp_path: Pat
         admin = await client_for(karmada_kc)
         member = await client_for(member_kc)
         try:
-            await _applied_and_recorded(karmada_kc, member_kc, admin, member)
-            await cp.faults.go_offline()
-            async with agent_running(karmada_kc, member_kc) as agent:
-                await eventually(lambda: _true(agent.offline is not None), what="serving offline")
-                assert agent.offline is not None
-                early = agent.offline.live_works
-                await member_emu.faults.go_offline()
-                await cp.faults.come_back()
-                await eventually(lambda: _true(early.synced), timeout=30, what="Works listed")
-                assert sorted(early.names()) == ["cfg", "web"]
-                assert agent.registration is None  # the member is still away
-                lists = cp.accounting.counts(verb="list", resource="works")
-
-                await member_emu.faults.come_back()
-                await eventually(
-                    lambda: _true(agent.manager is not None), timeout=40, what="registered"
-                )
-                await eventually(lambda: cluster_ready(admin, CLUSTER), what="Ready")
+            async with agent_running(karmada_kc, member_kc):
+                await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
+                web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
+                await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
+                cfg = [configmap("cfg", {"level": "1"})]
+                await admin.create(WORKS, control_plane_work(CLUSTER, "cfg", cfg), namespace=ES)
                 for name in ("web", "cfg"):
-                    assert await work_applied(admin, CLUSTER, name)
-                assert agent.manager is not None
-                assert agent.manager.ctx.sources.works is early
-                assert cp.accounting.counts(verb="list", resource="works") == lists
+                    await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
+                await eventually(lambda: healthy(admin, "web"), what="web healthy")
+                await eventually(
+                    lambda: _true_when(records(member), {"web", "cfg"}), what="records written"
+                )
+            yield cp, member_emu, karmada_kc, member_kc, admin, member
         finally:
             await member.close()
             await admin.close()
-
-
-async def _applied_and_recorded(
-    karmada_kc: Path, member_kc: Path, admin: KubeClient, member: KubeClient
-) -> None:
-    """An agent applies two Works (web: a Deployment and a ConfigMap; cfg: a ConfigMap), records
-    them on the member, and stops."""
-    async with agent_running(karmada_kc, member_kc):
-        await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
-        web = [deployment("web"), configmap("web-config", {"mode": "fast"})]
-        await admin.create(WORKS, control_plane_work(CLUSTER, "web", web), namespace=ES)
-        cfg = [configmap("cfg", {"level": "1"})]
-        await admin.create(WORKS, control_plane_work(CLUSTER, "cfg", cfg), namespace=ES)
-        for name in ("web", "cfg"):
-            await eventually(lambda n=name: work_applied(admin, CLUSTER, n), what=name)
-        await eventually(lambda: healthy(admin, "web"), what="web healthy")
-        await eventually(
-            lambda: _true_when(records(member), {"web", "cfg"}), what="records written"
-        )
 
 
 async def _true_when(value: Any, expected: Any) -> bool:

@@ -3,6 +3,8 @@ called directly, or scheduled on a fake clock)."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -367,6 +369,32 @@ async def test_clock_skew_against_the_member_is_reported_too(tmp_path: Path) -> 
     """Each API server's clock is compared with the agent's: the member's 10 minutes behind
     (the agent ahead of it) is named as the member cluster's, in the condition and the gauge,
     while the control plane's agrees."""
+    async with skew_controller(tmp_path) as (pair, _, member, controller, registry, _):
+        pair.member.set_clock_offset(-600)
+        await member.server_version()  # an answer dated by the member's skewed clock
+        await controller.sync_once()
+        obj = await pair.cluster()
+        assert obj is not None
+        clock = condition(obj, "ClockSynchronized")
+        assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
+        assert "600s ahead of the member cluster" in clock["message"]
+        assert "Karmada control plane" not in clock["message"]
+        member_skew = registry.get_sample_value(
+            "karmada_agent_clock_skew_seconds", {"server": "member"}
+        )
+        assert member_skew is not None
+        assert abs(member_skew - 600) < 2
+        karmada_skew = registry.get_sample_value(
+            "karmada_agent_clock_skew_seconds", {"server": "karmada"}
+        )
+        assert karmada_skew is not None
+        assert abs(karmada_skew) < 2
+
+
+@asynccontextmanager
+async def skew_controller(tmp_path: Path) -> AsyncIterator[Any]:
+    """A registered cluster and its status controller, with metrics and Events of its own:
+    (pair, karmada, member, controller, registry, events)."""
     async with (
         emulator_pair(tmp_path) as pair,
         kube_client(pair.karmada_kubeconfig) as karmada,
@@ -375,7 +403,6 @@ async def test_clock_skew_against_the_member_is_reported_too(tmp_path: Path) -> 
         options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
         await register(karmada, member, options)
         await wait_for(lambda: _has_finalizer(pair), timeout=10)
-        pair.member.set_clock_offset(-600)
         registry = CollectorRegistry()
         events = EventRecorder(karmada, component="karmada-agent")
         controller = ClusterStatusController(
@@ -386,24 +413,7 @@ async def test_clock_skew_against_the_member_is_reported_too(tmp_path: Path) -> 
             events=events,
         )
         try:
-            await member.server_version()  # an answer dated by the member's skewed clock
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            clock = condition(obj, "ClockSynchronized")
-            assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
-            assert "600s ahead of the member cluster" in clock["message"]
-            assert "Karmada control plane" not in clock["message"]
-            member_skew = registry.get_sample_value(
-                "karmada_agent_clock_skew_seconds", {"server": "member"}
-            )
-            assert member_skew is not None
-            assert abs(member_skew - 600) < 2
-            karmada_skew = registry.get_sample_value(
-                "karmada_agent_clock_skew_seconds", {"server": "karmada"}
-            )
-            assert karmada_skew is not None
-            assert abs(karmada_skew) < 2
+            yield pair, karmada, member, controller, registry, events
         finally:
             await controller.stop()
             await events.stop()
@@ -413,58 +423,36 @@ async def test_clock_skew_is_reported_on_the_cluster(tmp_path: Path) -> None:
     """The agent's clock 10 minutes ahead of the control plane's (its Date headers say so):
     ClockSynchronized=False with how far, the gauge, one ClockSkewed Warning Event; a steady
     skew writes nothing more; the clocks agreeing again turns it True."""
-    async with (
-        emulator_pair(tmp_path) as pair,
-        kube_client(pair.karmada_kubeconfig) as karmada,
-        kube_client(pair.member_kubeconfig) as member,
-    ):
-        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
-        await register(karmada, member, options)
-        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+    async with skew_controller(tmp_path) as (pair, karmada, _, controller, registry, events):
         pair.karmada.set_clock_offset(-600)
-        registry = CollectorRegistry()
-        events = EventRecorder(karmada, component="karmada-agent")
-        controller = ClusterStatusController(
-            karmada=karmada,
-            member=member,
-            options=options,
-            metrics=AgentMetrics(registry),
-            events=events,
-        )
-        try:
-            await karmada.server_version()  # an answer dated by the skewed clock
-            await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            clock = condition(obj, "ClockSynchronized")
-            assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
-            assert "600s ahead of the Karmada control plane" in clock["message"]
-            assert "member cluster" not in clock["message"]
-            skew = registry.get_sample_value(
-                "karmada_agent_clock_skew_seconds", {"server": "karmada"}
-            )
-            assert skew is not None
-            assert abs(skew - 600) < 2
-            await events.flush(5)
-            listed = await karmada.list(EVENTS, namespace="default")
-            skewed = [e for e in listed["items"] if e["reason"] == "ClockSkewed"]
-            assert len(skewed) == 1
-            assert skewed[0]["type"] == "Warning"
-            assert skewed[0]["involvedObject"]["kind"] == "Cluster"
+        await karmada.server_version()  # an answer dated by the skewed clock
+        await controller.sync_once()
+        obj = await pair.cluster()
+        assert obj is not None
+        clock = condition(obj, "ClockSynchronized")
+        assert (clock["status"], clock["reason"]) == ("False", "ClockSkewed")
+        assert "600s ahead of the Karmada control plane" in clock["message"]
+        assert "member cluster" not in clock["message"]
+        skew = registry.get_sample_value("karmada_agent_clock_skew_seconds", {"server": "karmada"})
+        assert skew is not None
+        assert abs(skew - 600) < 2
+        await events.flush(5)
+        listed = await karmada.list(EVENTS, namespace="default")
+        skewed = [e for e in listed["items"] if e["reason"] == "ClockSkewed"]
+        assert len(skewed) == 1
+        assert skewed[0]["type"] == "Warning"
+        assert skewed[0]["involvedObject"]["kind"] == "Cluster"
 
-            status_writes = "clusters.cluster.karmada.io/status"
-            assert pair.karmada.accounting.counts(verb="update", resource=status_writes) >= 1
-            pair.karmada.accounting.reset()
-            for _ in range(3):
-                await controller.sync_once()
-            assert pair.karmada.accounting.counts(verb="update", resource=status_writes) == 0
-
-            pair.karmada.set_clock_offset(0)
-            await karmada.server_version()
+        status_writes = "clusters.cluster.karmada.io/status"
+        assert pair.karmada.accounting.counts(verb="update", resource=status_writes) >= 1
+        pair.karmada.accounting.reset()
+        for _ in range(3):
             await controller.sync_once()
-            obj = await pair.cluster()
-            assert obj is not None
-            assert condition(obj, "ClockSynchronized")["status"] == "True"
-        finally:
-            await controller.stop()
-            await events.stop()
+        assert pair.karmada.accounting.counts(verb="update", resource=status_writes) == 0
+
+        pair.karmada.set_clock_offset(0)
+        await karmada.server_version()
+        await controller.sync_once()
+        obj = await pair.cluster()
+        assert obj is not None
+        assert condition(obj, "ClockSynchronized")["status"] == "True"
