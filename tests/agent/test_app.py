@@ -378,7 +378,9 @@ async def test_a_live_upstream_lease_is_honoured_until_it_expires(
     """Go agent -> this one: while upstream's agent holds the control-plane Lease, ours
     registers but does not lead (wherever its own Lease lives); once upstream's agent stops (its
     Lease left unreleased), ours leads after the Lease's duration, not before."""
-    lease_duration = 2.0
+    # Long enough that upstream's stand-in, renewing on the loop it shares with both emulators
+    # and our agent, keeps its renew deadline (60 %) on a loaded machine.
+    lease_duration = 4.0
     async with emulator_pair(tmp_path) as pair, kube_client(pair.karmada_kubeconfig) as karmada:
         upstream = ForeignLeader(karmada, lease_duration)
         await wait_for(lambda: _flag(upstream.leading), timeout=10)
