@@ -2,8 +2,11 @@
 
 apscheduler decides which jobs are due from `datetime.now`, while its wake-up timer runs on the
 agent's `Clock` (agent/periodic.py). `WallFakeClock.advance(s)` moves both by `s`, so a schedule
-of minutes runs in a test without waiting and without real-time slack. The wall clock keeps
-ticking in between (time-machine's tick=True): only the jumps are fake.
+of minutes runs in a test without waiting and without real-time slack. The wall clock stands
+still in between (time-machine's tick=False), as the fake monotonic clock does: were it to tick,
+the real seconds a loaded machine spends between two looks of the scheduler would read as a
+wall-clock step (agent/periodic.py follows those), move the schedule, and make a job due while
+its previous run was still going (a skip).
 """
 
 from __future__ import annotations
@@ -34,5 +37,5 @@ class WallFakeClock(FakeClock):
 
 @contextlib.contextmanager
 def wall_fake_clock() -> Iterator[WallFakeClock]:
-    with time_machine.travel(datetime.now(UTC), tick=True) as traveller:
+    with time_machine.travel(datetime.now(UTC), tick=False) as traveller:
         yield WallFakeClock(traveller)
