@@ -150,7 +150,10 @@ class ManifestStatuses:
         health_problems: dict[int, str] | None = None,
     ) -> None:
         """The Events of a manifestStatuses write, whichever controller writes it."""
-        for event in status_events(previous, entries, health_problems):
+        events = status_events(
+            previous, entries, health_problems, self.interpreter.interprets_health
+        )
+        for event in events:
             self.events.record(work, event.type, event.reason, event.message)
 
 

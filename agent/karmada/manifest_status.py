@@ -5,6 +5,7 @@ the entries is worth. Pure: the interpreter's answers and the Work are given."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,13 +61,18 @@ def status_events(
     previous: dict[int, JsonDict],
     entries: list[JsonDict],
     health_problems: dict[int, str] | None = None,
+    interprets_health: Callable[[str, str], bool] | None = None,
 ) -> list[StatusEvent]:
     """The Events of writing `entries` over `previous` (by ordinal); `health_problems` says, by
-    ordinal, why a customization could not interpret health.
+    ordinal, why a customization could not interpret health; `interprets_health(apiVersion,
+    kind)` whether anything (a built-in rule, a customization, a webhook) judges the kind's
+    health (when it is not given: everything does).
 
     Upstream records ReflectStatusSucceed and InterpretHealthSucceed at every reflection, which
     floods the control plane with Events for every status heartbeat of a busy workload. These
-    are recorded only when a manifest's reflected status or health changes."""
+    are recorded only when a manifest's reflected status or health changes. A kind whose health
+    nothing interprets is Healthy without an Event, as upstream's (its InterpretHealth hook is
+    not enabled for the kind)."""
     events: list[StatusEvent] = []
     for entry in entries:
         ident = entry["identifier"]
@@ -80,6 +86,10 @@ def status_events(
                 )
             )
         if entry["health"] == old.get("health"):
+            continue
+        if interprets_health is not None and not interprets_health(
+            _api_version(ident), ident["kind"]
+        ):
             continue
         if entry["health"] != names.UNKNOWN:
             events.append(
@@ -101,6 +111,11 @@ def status_events(
             )
         )
     return events
+
+
+def _api_version(identifier: JsonDict) -> str:
+    group, version = identifier.get("group"), str(identifier.get("version") or "")
+    return f"{group}/{version}" if group else version
 
 
 # --- a status too large to store ------------------------------------------------------------

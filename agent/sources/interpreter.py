@@ -24,6 +24,7 @@ from agent.interpreter import Interpreter, InterpretError
 from agent.interpreter import webhooks as hooks
 from agent.interpreter.chain import InterpretReflectError, without_server_fields
 from agent.interpreter.customizations import INTERPRET_HEALTH, REFLECT_STATUS, RETAIN
+from agent.karmada.health import has_health_rule
 from agent.karmada.names import HEALTHY, UNHEALTHY
 from agent.kube.config import ClientConfig
 from agent.kube.errors import KubeError
@@ -147,6 +148,16 @@ class AgentInterpreter:
         if self.interpreter.runs_script(objs[0], operation):
             return await asyncio.to_thread(fn, *objs)
         return fn(*objs)
+
+    def interprets_health(self, api_version: str, kind: str) -> bool:
+        """Something judges the health of this kind: a customization, a webhook or a built-in
+        rule (upstream's InterpretHealth hook is enabled for it). Other kinds are Healthy."""
+        typed = {"apiVersion": api_version, "kind": kind}
+        return (
+            has_health_rule(api_version, kind)
+            or self.interpreter.runs_script(typed, INTERPRET_HEALTH)
+            or self._webhook(typed, INTERPRET_HEALTH) is not None
+        )
 
     async def interpret_health(self, obj: JsonDict) -> str:
         webhook = self._webhook(obj, INTERPRET_HEALTH)

@@ -46,8 +46,10 @@ async def test_execution_writes_the_first_statuses_with_applied_in_one_write() -
         assert entry["identifier"]["resource"] == "configmaps"
         assert entry["health"] == names.HEALTHY
         assert pair.cp.accounting.counts(resource="works/status") == 1
+        # A ConfigMap: no status to reflect, no health that anything judges, no status Event.
         reasons = {e["reason"] for e in await pair.events_for("first")}
-        assert names.EVENT_INTERPRET_HEALTH_SUCCEED in reasons
+        assert names.EVENT_INTERPRET_HEALTH_SUCCEED not in reasons
+        assert names.EVENT_SYNC_SUCCEED in reasons
 
         # Reported once: the entries are the workStatus controller's from now on, and another
         # apply of the same Work leaves them alone.

@@ -86,6 +86,30 @@ def test_events_only_for_what_changed() -> None:
     ]
 
 
+def test_no_health_event_for_a_kind_whose_health_nothing_judges() -> None:
+    asked: list[tuple[str, str]] = []
+
+    def judged_kinds(api_version: str, kind: str) -> bool:
+        asked.append((api_version, kind))
+        return kind == "Deployment"
+
+    deploy = status_entry(
+        parse_manifest(0, {**CONFIGMAP, "apiVersion": "apps/v1", "kind": "Deployment"}),
+        "deployments",
+        None,
+        names.HEALTHY,
+    )
+    events = status_events({}, [entry(1, names.HEALTHY), deploy], None, judged_kinds)
+    assert events == [
+        StatusEvent(
+            "Normal",
+            names.EVENT_INTERPRET_HEALTH_SUCCEED,
+            "Health of Deployment default/web is Healthy.",
+        )
+    ]
+    assert asked == [("v1", "ConfigMap"), ("apps/v1", "Deployment")]
+
+
 def test_unknown_health_is_a_warning_saying_why_when_known() -> None:
     entries = [entry(0, names.UNKNOWN)]
     assert status_events({}, entries, {0: "script failed"}) == [

@@ -92,6 +92,34 @@ async def test_health_status_and_retain_answers(
     assert server.requests["retain"][0]["observedObject"] == observed
 
 
+async def test_which_kinds_have_their_health_judged(
+    server: InterpreterWebhook, chain: AgentInterpreter
+) -> None:
+    # Built-in rules and bundled customizations judge these; nothing judges a ConfigMap yet.
+    assert chain.interprets_health("apps/v1", "Deployment")
+    assert chain.interprets_health("argoproj.io/v1alpha1", "Workflow")
+    assert not chain.interprets_health("v1", "ConfigMap")
+    assert not chain.interprets_health("example.io/v1", "Widget")
+    chain.interpreter.webhooks.put(
+        configuration("health", server.url("health"), server.ca_bundle, ["InterpretHealth"])
+    )
+    assert chain.interprets_health("example.io/v1", "Widget")
+    chain.interpreter.customizations.put(
+        {
+            "metadata": {"name": "mine"},
+            "spec": {
+                "target": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "customizations": {
+                    "healthInterpretation": {
+                        "luaScript": "function InterpretHealth() return true end"
+                    }
+                },
+            },
+        }
+    )
+    assert chain.interprets_health("v1", "ConfigMap")
+
+
 async def test_user_customization_wins_over_webhook_which_wins_over_bundled(
     server: InterpreterWebhook, chain: AgentInterpreter
 ) -> None:
