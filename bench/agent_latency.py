@@ -425,16 +425,21 @@ async def _events_by_reason(client: KubeClient, works: int) -> JSON:
     object is one POST; its count says how many occurrences it stands for)."""
     counts: dict[str, int] = {}
     for event in (await client.list(EVENTS))["items"]:
-        involved = event.get("involvedObject") or {}
-        name = str(involved.get("name") or "")
-        on_work = involved.get("kind") == "Work" and name.startswith(PREFIX)
-        on_template = involved.get("namespace") == NAMESPACE
-        if (on_work and name != "bench-ns") or on_template:
-            reason = str(event.get("reason") or "")
-            if on_template:
-                reason += " (template)"
-            counts[reason] = counts.get(reason, 0) + 1
+        key = event_key(event.get("involvedObject") or {}, str(event.get("reason") or ""))
+        if key is not None:
+            counts[key] = counts.get(key, 0) + 1
     return _per(counts, works)
+
+
+def event_key(involved: JSON, reason: str) -> str | None:
+    """How an Event about `involved` is counted: by reason, " (template)" added for the resource
+    templates; None for an Event about neither a benchmark Work nor a template."""
+    name = str(involved.get("name") or "")
+    if involved.get("namespace") == NAMESPACE:
+        return reason + " (template)"
+    if involved.get("kind") == "Work" and name.startswith(PREFIX) and name != "bench-ns":
+        return reason
+    return None
 
 
 def _requests_settled(sides: dict[str, EmulatorProcess]) -> Callable[[], Awaitable[bool]]:
