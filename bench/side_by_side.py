@@ -165,6 +165,7 @@ def _connections(key: str) -> Callable[[JSON], float | None]:
 
 
 FIGURES: tuple[Figure, ...] = (
+    ("Ready after start, s", lambda r: r["ready_after_start_seconds"], "{:.1f}"),
     ("Works/s", lambda r: r["works_per_second"], "{:.1f}"),
     ("p50 Work created -> Applied=True, ms", lambda r: r["latency_p50_ms"], "{:.0f}"),
     ("p90, ms", lambda r: r["latency_p90_ms"], "{:.0f}"),

@@ -13,7 +13,7 @@ from emulator.works import control_plane_work
 from .support import (
     client_for,
     cluster_ready,
-    configmap,
+    deployment,
     emulated_clusters,
     eventually,
     running_agent,
@@ -35,7 +35,8 @@ async def test_events_name_the_upstream_controller(tmp_path: Path) -> None:
         try:
             async with running_agent(karmada_kc, member_kc, CLUSTER):
                 await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
-                work = control_plane_work(CLUSTER, "one", [configmap("one")])
+                # A Deployment: its health is judged (a ConfigMap's is not, and gets no Event).
+                work = control_plane_work(CLUSTER, "one", [deployment("one")])
                 await admin.create(WORKS, work, namespace=ES)
                 await eventually(lambda: work_applied(admin, CLUSTER, "one"), what="applied")
 
