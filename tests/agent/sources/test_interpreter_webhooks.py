@@ -19,11 +19,14 @@ from agent.resources import RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS
 from agent.sources.interpreter import AgentInterpreter
 from emulator.pki import CertificateAuthority
 from tests.agent.controllers.harness import WIDGETS, crd, eventually, karmada_work, running_pair
+from tests.agent.interpreter.samples import customization
 
 from .interpreter_webhook_server import InterpreterWebhook, configuration
 from .test_interpreter import entry, install, set_status, widget
 
 JSON = dict[str, Any]
+
+ALWAYS_HEALTHY = "function InterpretHealth() return true end"
 
 WIDGET = {
     "apiVersion": "example.io/v1",
@@ -105,17 +108,7 @@ async def test_which_kinds_have_their_health_judged(
     )
     assert chain.interprets_health("example.io/v1", "Widget")
     chain.interpreter.customizations.put(
-        {
-            "metadata": {"name": "mine"},
-            "spec": {
-                "target": {"apiVersion": "v1", "kind": "ConfigMap"},
-                "customizations": {
-                    "healthInterpretation": {
-                        "luaScript": "function InterpretHealth() return true end"
-                    }
-                },
-            },
-        }
+        customization("mine", "v1", "ConfigMap", health=ALWAYS_HEALTHY)
     )
     assert chain.interprets_health("v1", "ConfigMap")
 
@@ -137,17 +130,7 @@ async def test_user_customization_wins_over_webhook_which_wins_over_bundled(
     # The bundled Rollout rule would say Healthy: the webhook answers first.
     assert await chain.interpret_health(rollout) == names.UNHEALTHY
     chain.interpreter.customizations.put(
-        {
-            "metadata": {"name": "mine"},
-            "spec": {
-                "target": {"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout"},
-                "customizations": {
-                    "healthInterpretation": {
-                        "luaScript": "function InterpretHealth() return true end"
-                    }
-                },
-            },
-        }
+        customization("mine", "argoproj.io/v1alpha1", "Rollout", health=ALWAYS_HEALTHY)
     )
     assert await chain.interpret_health(rollout) == names.HEALTHY
     assert len(server.requests["health"]) == 1
