@@ -189,7 +189,7 @@ FIGURES: tuple[Figure, ...] = (
         _total("events_recorded_per_work_by_reason"),
         "{:.2f}",
     ),
-    ("deleting all Works at once, s", lambda r: r.get("delete_all_seconds"), "{:.1f}"),
+    ("deleting all Works at once, s", lambda r: r.get("delete_all_seconds"), "{:.2f}"),
     (
         "member requests per deleted Work",
         _total("delete_member_requests_per_work"),
