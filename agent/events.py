@@ -12,11 +12,13 @@ log line: Events are a diagnostic aid, never a reason to slow reconciles. (clien
 broadcaster drops too, without a word, once 1000 Events wait for its API writer: upstream's
 agent recorded 5.5 Events per Work in a 300-Work burst with its limits lifted and wrote 4.6. A
 write here stands for every occurrence of its series recorded meanwhile, so a burst queues
-fewer writes than it records Events.) The agent gives
-the recorder a client that spends the control plane's QPS budget (--kube-api-qps), as upstream's
-event client does (Karmada gives the rest config one rate limiter, which every client built from
-it shares), but only its spare tokens (`Transport.background`): Events never delay a status
-write; after a burst they follow at the budget's rate.
+fewer writes than it records Events.)
+
+The agent gives the recorder a client that spends the control plane's QPS budget
+(--kube-api-qps), as upstream's event client does (Karmada gives the rest config one rate
+limiter, which every client built from it shares), but only its spare tokens
+(`Transport.background`): Events never delay a status write; after a burst they follow at the
+budget's rate.
 """
 
 from __future__ import annotations
