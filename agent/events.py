@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from agent.kube.client import KubeClient
-from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
+from agent.kube.errors import AlreadyExistsError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
 from agent.logs import get_logger
@@ -128,6 +128,9 @@ class EventRecorder:
         self._tasks: set[asyncio.Task[None]] = set()
         self._stopped = False
         self.dropped = 0
+        # Namespaces where writing Events was refused, said once each (an install whose RBAC
+        # predates Events on resource templates); writes there are still tried.
+        self._forbidden: set[str] = set()
 
     # --- public --------------------------------------------------------------------------------
 
@@ -288,11 +291,23 @@ class EventRecorder:
                     )
                 series.written = target
                 attempts = 0
+                self._forbidden.discard(series.namespace)
             except NotFoundError:
                 # Deleted meanwhile (Events expire): start a new one with the total count.
                 series.created = False
             except AlreadyExistsError:
                 series.created = True
+            except ForbiddenError as exc:
+                if series.namespace not in self._forbidden:
+                    self._forbidden.add(series.namespace)
+                    log.warning(
+                        "events not written in this namespace: permission denied (the agent's "
+                        "RBAC lacks create/patch on events here; said once per namespace)",
+                        namespace=series.namespace,
+                        reason=series.body.get("reason"),
+                        error=str(exc),
+                    )
+                return
             except KubeError as exc:
                 # An unreachable control plane is reported once, by its Reachability.
                 report = log.info if is_unreachable(exc) else log.warning

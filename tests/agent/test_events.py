@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, cast
 
+import pytest
+
 from agent.events import EventRecorder
+from agent.kube.errors import ForbiddenError
 from agent.kube.resources import EVENTS, NAMESPACES
 from emulator.emulator import run_emulator
 from tests.agent.controllers.harness import kube_client
@@ -240,3 +244,53 @@ async def test_each_reason_names_the_controller_that_records_it() -> None:
         finally:
             await recorder.stop()
             await client.close()
+
+
+class _LockedClient:
+    """Stands in for KubeClient under RBAC that grants Events in some namespaces only."""
+
+    def __init__(self, locked: set[str]) -> None:
+        self.locked = locked
+        self.created: list[str] = []
+        self.refused = 0
+
+    async def create(self, _: Any, body: JsonDict, *, namespace: str) -> JsonDict:
+        if namespace in self.locked:
+            self.refused += 1
+            raise ForbiddenError(
+                {"code": 403, "reason": "Forbidden", "message": f"events in {namespace}"}
+            )
+        self.created.append(body["reason"])
+        return body
+
+
+async def test_forbidden_namespace_is_logged_once_and_events_go_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent.events")
+    client = _LockedClient({"apps"})
+    recorder = EventRecorder(cast(Any, client))
+    template = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"namespace": "apps", "name": "web", "uid": "u1"},
+    }
+    for i in range(3):
+        recorder.record(template, "Normal", "SyncSucceed", f"applied {i}")
+        assert await recorder.flush(5.0)
+    recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+    assert await recorder.flush(5.0)
+
+    assert client.refused == 3  # tried each time: the RBAC may be fixed meanwhile
+    assert client.created == ["SyncSucceed"]  # the Work's Event is written all the same
+    refused = [r for r in caplog.records if "permission denied" in r.getMessage()]
+    assert len(refused) == 1
+    assert getattr(refused[0], "agent_log_fields", {}).get("namespace") == "apps"
+
+    client.locked.clear()  # granted now; refused again later: said again
+    recorder.record(template, "Normal", "SyncSucceed", "applied 3")
+    assert await recorder.flush(5.0)
+    client.locked.add("apps")
+    recorder.record(template, "Normal", "SyncSucceed", "applied 4")
+    assert await recorder.flush(5.0)
+    assert len([r for r in caplog.records if "permission denied" in r.getMessage()]) == 2

@@ -39,6 +39,7 @@ from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundErr
 from .contention import Contention, Contest, undo_cause
 from .drift import ObjectKey, OwnWrites, Recorded
 from .ownership import OtherWorkError, Ownership, OwnershipError
+from .template_events import TemplateEvents
 
 JsonDict = dict[str, Any]
 
@@ -111,6 +112,7 @@ class Applier:
         self.statuses = statuses
         self.contention = contention
         self.log = log
+        self.template_events = TemplateEvents(ctx.events, ctx.cluster_name, log)
 
     async def apply_all(self, work: JsonDict, wlog: Any) -> Outcome:
         name = str((work.get("metadata") or {}).get("name"))
@@ -133,6 +135,7 @@ class Applier:
         for manifest in apply_order(grouped.unique):
             started = time.monotonic()
             result = "error"
+            errors_before, contests_before = len(outcome.errors), len(outcome.contests)
             try:
                 key, live, contest = await self._apply_one(work, manifest)
                 outcome.applied.add(key)
@@ -193,6 +196,14 @@ class Applier:
                 outcome.retryable = True
             finally:
                 self._observe(result, time.monotonic() - started)
+            same = (manifest, *copies_of.get(manifest.ordinal, []))
+            if result == "success":
+                for applied in same:
+                    self.template_events.succeeded(applied)
+            elif len(outcome.contests) == contests_before:
+                # (An object waiting for its backoff was not written: its Work says why.)
+                for failed in same:
+                    self.template_events.failed(failed, outcome.errors[errors_before][1])
         self.writes.remember(name, outcome.applied)
         return outcome
 
