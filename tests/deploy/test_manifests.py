@@ -252,9 +252,9 @@ def expected_control_plane_rules(cluster: str, secret_ns: str) -> set[tuple[str,
     add(es, "work.karmada.io", "works", ["*"],
         ["get", "list", "watch", "create", "update", "patch", "delete"])  # fmt: skip
     add(es, "work.karmada.io", "works/status", ["*"], ["get", "update", "patch"])
+    # Everywhere: Events about resource templates go to the templates' own namespaces.
     for group in ("", "events.k8s.io"):
-        add(es, group, "events", ["*"], ["create", "patch"])
-        add("default", group, "events", ["*"], ["create", "patch"])
+        add("", group, "events", ["*"], ["create", "patch"])
     add(secret_ns, "", "secrets", ["*"], ["create"])
     add(secret_ns, "", "secrets", [cluster, f"{cluster}-impersonator"], ["get", "update", "patch"])
     coordination = "coordination.k8s.io"

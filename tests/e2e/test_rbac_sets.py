@@ -20,7 +20,7 @@ import pytest
 
 from agent.app import run
 from agent.kube.client import KubeClient
-from agent.kube.resources import CONFIGMAPS, NAMESPACES
+from agent.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from agent.resources import CLUSTERS, WORKS
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
@@ -48,6 +48,8 @@ SECOND = (
     "--cluster-region=europe-west4",
     "--cluster-zones=europe-west4-a,europe-west4-b",
 )
+# The resource templates' namespace: neither the execution namespace nor "default".
+APPS = "apps"
 FIRST_SPEC = {"provider": "aws", "region": "us-east-1", "zones": ["us-east-1a"]}
 SECOND_SPEC = {
     "provider": "gcp",
@@ -107,8 +109,8 @@ async def installed(tmp: Path, rbac: RbacSet) -> AsyncIterator[tuple[Emulator, P
         member_client = await client_for(member_admin)
         try:
             # What register (and an administrator, for the others) creates first.
-            await ensure_namespaces(admin, "karmada-cluster", ES, "karmada-system")
-            await ensure_namespaces(member_client, "karmada-system")
+            await ensure_namespaces(admin, "karmada-cluster", ES, "karmada-system", APPS)
+            await ensure_namespaces(member_client, "karmada-system", APPS)
         finally:
             await admin.close()
             await member_client.close()
@@ -147,6 +149,16 @@ async def agent(karmada_kc: Path, member_kc: Path, *flags: str) -> AsyncIterator
         assert await asyncio.wait_for(task, 30) == 0
 
 
+async def template_synced(admin: KubeClient, name: str, uid: str) -> bool:
+    events = (await admin.list(EVENTS, namespace=APPS))["items"]
+    return any(
+        e["reason"] == "SyncSucceed"
+        and e["involvedObject"]
+        == {"apiVersion": "v1", "kind": "ConfigMap", "namespace": APPS, "name": name, "uid": uid}
+        for e in events
+    )
+
+
 @pytest.mark.parametrize("rbac", SETS, ids=[s.name for s in SETS])
 async def test_restart_with_other_provider_region_and_zones(
     tmp_path: Path, rbac: RbacSet, caplog: pytest.LogCaptureFixture
@@ -168,9 +180,17 @@ async def test_restart_with_other_provider_region_and_zones(
             async with agent(karmada_kc, member_kc, *FIRST) as task:
                 await eventually(lambda: cluster_ready(admin, CLUSTER), timeout=30, what="Ready")
                 assert spec_of(await admin.get(CLUSTERS, CLUSTER)) == FIRST_SPEC
-                work = control_plane_work(CLUSTER, "first", [configmap("first")])
+                template = {**configmap("first"), "metadata": {"name": "first", "namespace": APPS}}
+                work = control_plane_work(CLUSTER, "first", [template])
                 await admin.create(WORKS, work, namespace=ES)
                 await eventually(lambda: applied(task, "first"), timeout=30, what="first applied")
+                # Its SyncSucceed on the resource template, in the template's own namespace.
+                uid = work["spec"]["workload"]["manifests"][0]["metadata"]["annotations"][
+                    "resourcetemplate.karmada.io/uid"
+                ]
+                await eventually(
+                    lambda: template_synced(admin, "first", uid), timeout=30, what="template Event"
+                )
 
             caplog.clear()
             async with agent(karmada_kc, member_kc, *SECOND) as task:
