@@ -2,7 +2,7 @@
 
 `WatchedReflector` runs one Reflector as a task shared by several users (started by the first,
 stopped with the last). `SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
-that match a label selector, and beside it a second list+watch of the complement keeping only
+that match a label selector, and beside it a second one of the complement keeping only
 names, so "does some other object exist under this name?" is answered from memory
 (`known_absent`). Until both have synced, callers do a live GET. Subscribers hear every change
 of every watched type.
@@ -152,6 +152,7 @@ class SelectedObjects:
             label_selector=self.label_selector,
             transform=typed_transform(gvr.api_version, kind, keep_writers=self.keep_writers),
             name=f"{self.description} {gvr}",
+            use_watch_list=True,
         )
         reflector.add_handler(
             HandlerFuncs(
@@ -172,6 +173,7 @@ class SelectedObjects:
                 label_selector=self.others_selector,
                 transform=name_only,
                 name=f"{self.description} {gvr} names",
+                use_watch_list=True,
             )
             self._others[gvr] = others
             self._tasks[gvr].append(

@@ -1,4 +1,6 @@
-"""Member-side caches of the objects Karmada manages: one list+watch per resource type in use.
+"""Member-side caches of the objects Karmada manages, per resource type in use: a watch of
+Karmada's objects and one of the others' names, each starting with the objects there are
+(sendInitialEvents, as client-go's reflector does; a server that refuses it gets a list first).
 
 Only objects labelled `karmada.io/managed=true` are cached whole, so memory grows with what
 Karmada put on the member, not with the member's size (upstream's informers cache every object

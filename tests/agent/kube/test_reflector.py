@@ -162,6 +162,41 @@ async def test_watch_list_mode() -> None:
     await stop(task)
 
 
+async def test_watch_list_refused_falls_back_to_list_then_watch_for_good() -> None:
+    # A server without the WatchList feature refuses sendInitialEvents (422), as kube-apiserver
+    # does with the feature off.
+    api = await with_configmaps("a")
+    refused = {"n": 0, "expire": 0}
+
+    def interceptor(call: Any) -> Any:
+        import httpx
+
+        if call.params.get("sendInitialEvents") == "true":
+            refused["n"] += 1
+            return httpx.Response(422, json=status(422, "Invalid"))
+        if call.params.get("watch") and refused["expire"]:
+            refused["expire"] -= 1
+            return httpx.Response(410, json=status(410, "Expired"))
+        return None
+
+    api.wire.answers.append(interceptor)
+    rec = Recorder()
+    reflector = Reflector(
+        api.client(), CONFIGMAPS, namespace="ns", use_watch_list=True, backoff_initial=0.001
+    )
+    reflector.add_handler(rec.handler())
+    task = await start(reflector)
+    assert rec.events == [("add", "a")]
+    assert (refused["n"], reflector.lists) == (1, 1)
+    # A relist (the watch expired) lists at once: the refusal is remembered.
+    refused["expire"] = 1
+    await api.admin.create(PATH, cm("b"))
+    assert await api.faults.drop_watches() == 1
+    await wait_for(lambda: reflector.lists == 2 and ("add", "b") in rec.events)
+    assert refused["n"] == 1
+    await stop(task)
+
+
 class _RecordingClock:
     """Real time, except that sleeps are recorded and return at once."""
 

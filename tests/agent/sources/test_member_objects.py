@@ -1,4 +1,4 @@
-"""MemberObjects: on-demand list+watch of Karmada-managed member objects."""
+"""MemberObjects: on-demand watches (watch-list) of Karmada-managed member objects."""
 
 from __future__ import annotations
 
@@ -66,8 +66,11 @@ async def test_caches_only_managed_objects_and_reports_changes() -> None:
             )
             assert objects.get(CONFIGMAPS, "default", "after") == (None, True)
             assert not any(name == "unmanaged" for _, name in seen)
-            # One watch of Karmada's objects and one of the other objects' names, per type.
+            # One watch of Karmada's objects and one of the other objects' names, per type,
+            # each starting with the objects (sendInitialEvents, as client-go's reflector):
+            # no list before it.
             assert emu.accounting.watches_opened(resource="configmaps") == 2
+            assert emu.accounting.counts(verb="list", resource="configmaps") == 0
             # Ownership without a GET: unmanaged objects are known by name, so only a name
             # that no object has is known to be absent; "after" lost its label, so it is
             # known by name now.
