@@ -294,3 +294,16 @@ async def test_forbidden_namespace_is_logged_once_and_events_go_on(
     recorder.record(template, "Normal", "SyncSucceed", "applied 4")
     assert await recorder.flush(5.0)
     assert len([r for r in caplog.records if "permission denied" in r.getMessage()]) == 2
+
+
+async def test_a_300_work_burst_of_events_waits_rather_than_drops() -> None:
+    # About 4.5 Events per Work, all recorded before the first write is answered.
+    client = _SlowClient()
+    recorder = EventRecorder(cast(Any, client))
+    for i in range(1350):
+        work = {**WORK, "metadata": {**WORK["metadata"], "name": f"work-{i}"}}
+        recorder.record(work, "Normal", "Burst", "applied")
+    assert recorder.dropped == 0
+    client.release.set()
+    assert await recorder.flush(10.0)
+    assert client.created == 1350

@@ -211,7 +211,9 @@ class ExecutionController(WorkController):
                 work,
                 "Normal",
                 names.EVENT_SYNC_SUCCEED,
-                f"Work {self.namespace}/{name} synced to cluster {self.ctx.cluster_name}.",
+                # Upstream's wording.
+                f"Sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}) "
+                "successful.",
             )
             return None
         self._report_contests(work, outcome)
@@ -223,7 +225,15 @@ class ExecutionController(WorkController):
             f"Work {self.namespace}/{name} not fully synced to cluster "
             f"{self.ctx.cluster_name}: {message}"
         )
-        self.ctx.events.record(work, "Warning", names.EVENT_SYNC_FAILED, failure)
+        errors = outcome.messages()
+        aggregate = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
+        self.ctx.events.record(
+            work,
+            "Warning",
+            names.EVENT_SYNC_FAILED,
+            f"Failed to sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}), "
+            f"err: {aggregate}",
+        )
         wlog.warning("work not fully applied", errors=outcome.messages())
         if outcome.retryable:
             raise WorkSyncError(failure)

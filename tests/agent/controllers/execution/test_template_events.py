@@ -68,9 +68,11 @@ async def test_applied_manifests_get_sync_succeed_on_their_templates() -> None:
         }
         assert event["message"] == f"Successfully applied resource(/team-a) to cluster {CLUSTER}"
 
-        # The Work's own Events stay on the Work.
-        reasons = {e["reason"] for e in await pair.events_for("web")}
-        assert names.EVENT_SYNC_SUCCEED in reasons
+        # The Work's own Events stay on the Work, in upstream's words.
+        messages = {e["reason"]: e["message"] for e in await pair.events_for("web")}
+        assert messages[names.EVENT_SYNC_SUCCEED] == (
+            f"Sync work(karmada-es-{CLUSTER}/web) to cluster({CLUSTER}) successful."
+        )
 
 
 async def test_a_failed_manifest_gets_sync_failed_on_its_template() -> None:
@@ -91,6 +93,11 @@ async def test_a_failed_manifest_gets_sync_failed_on_its_template() -> None:
         assert event["message"].startswith(prefix), event["message"]
         [fine] = await events_about(pair, "default", "fine")
         assert fine["reason"] == names.EVENT_SYNC_SUCCEED
+        messages = {e["reason"]: e["message"] for e in await pair.events_for("bad")}
+        assert messages[names.EVENT_SYNC_FAILED].startswith(
+            f"Failed to sync work(karmada-es-{CLUSTER}/bad) to cluster({CLUSTER}), "
+            "err: manifest 0 (Deployment default/broken): refused by the member cluster: "
+        )
 
 
 async def test_a_manifest_without_template_uid_gets_no_event(
