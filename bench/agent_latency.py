@@ -42,7 +42,7 @@ from agent.kube.errors import KubeError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.resources import CLUSTERS, WORKS
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work, deployment
 
 from .emulators import EmulatorProcess, emulator_process
 from .report import report
@@ -98,26 +98,8 @@ def tcp_connections(pid: int, port: int) -> int:
 
 def manifest(i: int) -> JSON:
     if i % 2:
-        return {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": f"cm-{i}", "namespace": NAMESPACE},
-            "data": {"index": str(i)},
-        }
-    labels = {"app": f"web-{i}"}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": f"web-{i}", "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-            },
-        },
-    }
+        return configmap(f"cm-{i}", {"index": str(i)}, namespace=NAMESPACE)
+    return deployment(f"web-{i}", namespace=NAMESPACE)
 
 
 def member_object(i: int) -> tuple[GVR, str]:

@@ -43,7 +43,7 @@ from agent.kube.errors import KubeError, NotFoundError
 from agent.kube.resources import CONFIGMAPS, EVENTS
 from agent.resources import WORKS
 from emulator.storage import ETCD_MAX_REQUEST_BYTES
-from emulator.works import control_plane_work
+from emulator.works import control_plane_work, deployment
 
 from .agent_latency import AGENT_USER, CLUSTER, ES, JSON, cluster_ready, cpu_seconds
 from .chaos import AgentProcess
@@ -208,30 +208,13 @@ async def case_status_too_large(sides: Sides, setup: Setup) -> JSON:
     name = "hostile-large"
     room = 1300
     blobs = [_cm(f"hostile-large-{i}", {"blob": ""}) for i in range(2)]
-    deployments = [_deployment(f"hostile-large-{i}") for i in range(3)]
+    deployments = [deployment(f"hostile-large-{i}", namespace=NAMESPACE) for i in range(3)]
     work = control_plane_work(CLUSTER, name, [*blobs, *deployments])
     size = len(json.dumps(_stored(work), separators=(",", ":")).encode())
     fill = ETCD_MAX_REQUEST_BYTES - room - size
     for i, manifest in enumerate(work["spec"]["workload"]["manifests"][:2]):
         manifest["data"]["blob"] = "x" * (fill // 2 + (fill % 2 if i else 0))
     return await _measure(sides, setup, name, work=work)
-
-
-def _deployment(name: str) -> JSON:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": NAMESPACE},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-            },
-        },
-    }
 
 
 def _stored(work: JSON) -> JSON:

@@ -72,3 +72,36 @@ def control_plane_work(
         },
         "spec": spec,
     }
+
+
+def deployment(
+    name: str,
+    *,
+    namespace: str = "default",
+    replicas: int = 1,
+    requests: dict[str, str] | None = None,
+) -> JSON:
+    """A Deployment whose Pods the emulator's workload simulator runs."""
+    labels = {"app": name}
+    container: JSON = {"name": "app", "image": "nginx:1.27"}
+    if requests:
+        container["resources"] = {"requests": requests}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
+def configmap(name: str, data: dict[str, str] | None = None, *, namespace: str = "default") -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": data if data is not None else {"k": name},
+    }

@@ -131,35 +131,6 @@ async def work_applied(client: KubeClient, cluster: str, name: str) -> dict[str,
     return work if found and found["status"] == "True" else None
 
 
-def deployment(
-    name: str, *, replicas: int = 1, requests: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """A Deployment in "default" whose Pods the emulator's workload simulator runs."""
-    labels = {"app": name}
-    container: dict[str, Any] = {"name": "app", "image": "nginx:1.27"}
-    if requests:
-        container["resources"] = {"requests": requests}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
-
-
-def configmap(name: str, data: dict[str, str] | None = None) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": "default"},
-        "data": data if data is not None else {"k": name},
-    }
-
-
 @contextlib.asynccontextmanager
 async def emulated_clusters(
     tmp: Path, cluster: str = "member1"

@@ -22,9 +22,9 @@ from agent.kube.resources import EVENTS, LEASES
 from agent.resources import CLUSTERS, WORKS
 from emulator.controllers import Knobs
 from emulator.emulator import run_emulator
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work
 
-from .support import client_for, condition, configmap, eventually, running_agent, work_applied
+from .support import client_for, condition, eventually, running_agent, work_applied
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"

@@ -20,14 +20,13 @@ from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, EVENTS
 from agent.resources import WORKS
 from emulator.emulator import Emulator, run_emulator
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work
 
 from .support import (
     CLUSTERS,
     client_for,
     cluster_ready,
     condition,
-    configmap,
     eventually,
     running_agent,
     work_applied,

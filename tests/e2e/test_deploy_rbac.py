@@ -23,14 +23,13 @@ from agent.resources import (
 )
 from emulator.emulator import run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
-from emulator.works import control_plane_work
+from emulator.works import control_plane_work, deployment
 
 from .support import (
     DEPLOY,
     agent_options,
     client_for,
     cluster_ready,
-    deployment,
     eventually,
     kubectl,
     service_account_token,

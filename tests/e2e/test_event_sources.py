@@ -10,12 +10,11 @@ from typing import Any
 
 from agent.kube.resources import EVENTS
 from agent.resources import WORKS
-from emulator.works import control_plane_work
+from emulator.works import control_plane_work, deployment
 
 from .support import (
     client_for,
     cluster_ready,
-    deployment,
     emulated_clusters,
     eventually,
     running_agent,

@@ -14,17 +14,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from agent.app import Agent
 from agent.resources import WORKS
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work, deployment
 
-from .support import (
-    agent_options,
-    client_for,
-    configmap,
-    deployment,
-    emulated_clusters,
-    eventually,
-    work_applied,
-)
+from .support import agent_options, client_for, emulated_clusters, eventually, work_applied
 
 CLUSTER = "member1"
 # What the real Go agent exposed after one Work against these emulators (its /metrics, less

@@ -18,16 +18,9 @@ from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES
 from agent.resources import WORKS
 from agent.sources.work_records import WorkRecords
 from emulator.emulator import run_emulator
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work
 
-from .support import (
-    client_for,
-    cluster_ready,
-    configmap,
-    eventually,
-    running_agent,
-    work_applied,
-)
+from .support import client_for, cluster_ready, eventually, running_agent, work_applied
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"

@@ -16,10 +16,10 @@ from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, LEASES
 from agent.resources import WORKS
 from emulator.emulator import run_emulator
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work
 
 from . import support
-from .support import client_for, cluster_ready, configmap, eventually, work_applied
+from .support import client_for, cluster_ready, eventually, work_applied
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"

@@ -24,14 +24,13 @@ from agent.kube.resources import CONFIGMAPS, EVENTS, NAMESPACES
 from agent.resources import CLUSTERS, WORKS
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubeconfig import build_kubeconfig, write_kubeconfig
-from emulator.works import control_plane_work
+from emulator.works import configmap, control_plane_work
 
 from .support import (
     DEPLOY,
     agent_options,
     client_for,
     cluster_ready,
-    configmap,
     eventually,
     kubectl,
     service_account_token,
