@@ -551,9 +551,10 @@ def _request_bytes(before: list[JSON], after: list[JSON]) -> dict[str, dict[str,
 
 
 async def _lists(emu: EmulatorProcess, resource: str) -> int:
-    rows = await _call(emu.requests())
-    return sum(
-        int(r["count"]) for r in rows if r["verb"] == "list" and r.get("resource") == resource
+    """Lists of `resource`, a watch that starts with the current state (watch-list) included."""
+    rows = [r for r in await _call(emu.requests()) if r.get("resource") == resource]
+    return sum(int(r["count"]) for r in rows if r["verb"] == "list") + sum(
+        int(r.get("initialEvents", 0)) for r in rows
     )
 
 

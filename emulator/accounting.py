@@ -91,11 +91,16 @@ class Accounting:
         self._counts: Counter[RequestKey] = Counter()
         self._bytes_in: Counter[RequestKey] = Counter()
         self._bytes_out: Counter[RequestKey] = Counter()
+        # Watches asking for the current state first (sendInitialEvents, client-go's watch-list):
+        # a list in all but name.
+        self._initial_events: Counter[RequestKey] = Counter()
 
     async def hook(self, req: ApiRequest, attrs: RequestAttributes) -> None:
         key = _key(req, attrs)
         self._counts[key] += 1
         self._bytes_in[key] += len(req.body or b"")
+        if attrs.verb == "watch" and req.param("sendInitialEvents") == "true":
+            self._initial_events[key] += 1
 
     def response_hook(self, req: ApiRequest, response: ApiResponse) -> None:
         """Register with `api.response_hooks`: the bytes of the answer's body."""
@@ -117,6 +122,7 @@ class Accounting:
         self._counts.clear()
         self._bytes_in.clear()
         self._bytes_out.clear()
+        self._initial_events.clear()
 
     def counts(
         self,
@@ -167,6 +173,8 @@ class Accounting:
                 "requestBytes": self._bytes_in[key],
                 "responseBytes": self._bytes_out[key],
             }
+            if self._initial_events[key]:
+                row["initialEvents"] = self._initial_events[key]
             if key.path:
                 row["path"] = key.path
             else:

@@ -60,6 +60,23 @@ async def test_counts_by_verb_resource_user_and_namespace() -> None:
     assert accounting.total() == 0
 
 
+async def test_watches_that_start_with_the_current_state_are_told_apart() -> None:
+    """A watch-list (sendInitialEvents) is a watch, counted as one, and marked as the list it
+    stands for; a plain watch is not."""
+    _, accounting, _, router = rig()
+    watch_list = (
+        "/api/v1/namespaces/a/configmaps?watch=true&sendInitialEvents=true"
+        "&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    )
+    async with client(router, ADMIN) as admin:
+        async with admin.stream("GET", watch_list) as answer:
+            assert answer.status_code == 200
+        async with admin.stream("GET", "/api/v1/namespaces/a/configmaps?watch=true"):
+            pass
+    [row] = accounting.rows(resource="configmaps")
+    assert (row["verb"], row["count"], row["initialEvents"]) == ("watch", 2, 1)
+
+
 async def test_failed_by_faults_still_counted_control_calls_not() -> None:
     api, accounting, faults, router = rig()
     await api.pod("a", "p")
