@@ -6,6 +6,10 @@ and workStatus controllers, in one place.
 2. Until then the workStatus controller leaves the Work alone (`awaits_first_report`); the
    Applied condition being written or changing is what sends the Work to it (`handed_over`).
 3. From then on the workStatus controller keeps the entries current from the member watches.
+   An object the execution controller applied whose watch event has not arrived yet (the
+   member cache lags behind the apply's answer, `SelectedObjects.lags_behind`) keeps the entry
+   it has: the cache's not knowing it yet does not make it absent. Its event brings the Work
+   back to the workStatus controller.
 
 Both build an entry the same way (`entry`: the interpreter's reflected status and health),
 write the status the same way (`fitted`, `write`) and record the same Events for a change of the

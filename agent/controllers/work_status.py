@@ -146,10 +146,15 @@ class WorkStatusController(WorkController):
         namespace = manifest.namespace if info.namespaced else ""
         gvr = info.gvr
         self.ctx.sources.member_objects.ensure(gvr, info.kind)
-        live, synced = self.ctx.sources.member_objects.get(gvr, namespace, manifest.name)
+        objects = self.ctx.sources.member_objects
+        live, synced = objects.get(gvr, namespace, manifest.name)
         if not synced:
             # Not known yet: keep what was reported and look again once the cache is filled.
             self._when_synced(gvr, str(_meta(work).get("name")))
+            return previous, None
+        if live is None and objects.lags_behind(gvr, namespace, manifest.name):
+            # Applied, but its watch event has not come: keep what the apply's answer reported;
+            # the event sends the Work here again (`_member_event`).
             return previous, None
         meta = _meta(work)
         if live is None or not belongs_to(live, str(meta.get("namespace")), str(meta.get("name"))):

@@ -5,7 +5,8 @@ stopped with the last). `SelectedObjects` keeps one Reflector per resource type 
 that match a label selector, and beside it a second one of the complement keeping only
 names, so "does some other object exist under this name?" is answered from memory
 (`known_absent`). Until both have synced, callers do a live GET. Subscribers hear every change
-of every watched type.
+of every watched type. An object one of our writes returned is known to exist before its watch
+event arrives (`wrote`, `lags_behind`): a synced cache that lacks it is behind, not right.
 
 A watch with a label selector reports an object that stops matching (its label removed) as
 DELETED, which is what a subscriber interested in the selected objects wants to hear.
@@ -54,6 +55,11 @@ def typed_transform(
         return filled
 
     return transform
+
+
+def _name_key(obj: JsonDict) -> tuple[str | None, str]:
+    meta = obj.get("metadata") or {}
+    return meta.get("namespace") or None, str(meta.get("name") or "")
 
 
 class WatchedReflector:
@@ -121,6 +127,9 @@ class SelectedObjects:
         self._others: dict[GVR, Reflector] = {}
         self._tasks: dict[GVR, list[asyncio.Task[None]]] = {}
         self._subscribers: list[ObjectEventHandler] = []
+        # Objects our writes returned that the watch of their type has not brought yet:
+        # (namespace, name) -> how many lists its reflector had done then (a list tells all).
+        self._unseen: dict[GVR, dict[tuple[str | None, str], int]] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -138,6 +147,7 @@ class SelectedObjects:
         self._tasks.clear()
         self._reflectors.clear()
         self._others.clear()
+        self._unseen.clear()
 
     # --- watches -------------------------------------------------------------------------------
 
@@ -223,6 +233,31 @@ class SelectedObjects:
         reflector = self._reflectors.get(gvr)
         return reflector.store.list(namespace) if reflector is not None else []
 
+    # --- our own writes -------------------------------------------------------------------------
+
+    def wrote(self, gvr: GVR, obj: JsonDict) -> None:
+        """`obj` is what a write of ours returned (an object matching `label_selector`). Until
+        the watch of `gvr` brings an event of it, or lists again, its absence from the cache
+        is the watch lagging behind the write: `lags_behind` says so."""
+        reflector = self._reflectors.get(gvr)
+        key = _name_key(obj)
+        if reflector is None or reflector.store.get_by(*key) is not None:
+            return
+        self._unseen.setdefault(gvr, {})[key] = reflector.lists
+
+    def lags_behind(self, gvr: GVR, namespace: str | None, name: str) -> bool:
+        """The cache of `gvr` lacks `namespace/name` although a write of ours returned it, and
+        its watch has brought nothing of it since: the object exists, the cache is behind."""
+        reflector = self._reflectors.get(gvr)
+        unseen = self._unseen.get(gvr)
+        key = (namespace or None, name)
+        if reflector is None or unseen is None or key not in unseen:
+            return False
+        if unseen[key] != reflector.lists or reflector.store.get_by(*key) is not None:
+            del unseen[key]
+            return False
+        return True
+
     # --- events --------------------------------------------------------------------------------
 
     def subscribe(self, handler: ObjectEventHandler) -> Callable[[], None]:
@@ -240,6 +275,9 @@ class SelectedObjects:
         return unsubscribe
 
     def _fan_out(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        unseen = self._unseen.get(gvr)
+        if unseen:
+            unseen.pop(_name_key(obj), None)
         for handler in list(self._subscribers):
             self._call(handler, event_type, gvr, obj)
 

@@ -280,6 +280,9 @@ class Applier:
                 namespace=namespace or None,
                 take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
             )
+            # For the workStatus controller: the object exists, whether or not the watch has
+            # brought it by the time this Work's status is reported.
+            self.ctx.sources.member_objects.wrote(gvr, applied)
             return applied, self.writes.record(key, work_name, applied)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:

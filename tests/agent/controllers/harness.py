@@ -25,6 +25,7 @@ from agent.kube.config import ClientConfig
 from agent.kube.discovery import RESTMapper
 from agent.kube.errors import NotFoundError
 from agent.kube.metrics import PrometheusMetrics
+from agent.kube.reflector import Reflector
 from agent.kube.resources import EVENTS, NAMESPACES
 from agent.kube.transport import Transport
 from agent.options import Options
@@ -62,6 +63,38 @@ async def eventually(
         probe, until=predicate, timeout=timeout, what=what, retry_on=(NotFoundError,)
     )
     return value
+
+
+class HeldEvents:
+    """The watch events of one reflector that `held` picks, kept from it until `release`: a
+    watch that lags behind the writes (the API server sends events whenever it gets to them)."""
+
+    def __init__(self, reflector: Reflector, held: Callable[[JsonDict], bool]) -> None:
+        self.reflector = reflector
+        self.held = held
+        self.events: list[JsonDict] = []
+        self._deliver = reflector._handle_event
+        reflector._handle_event = self._handle  # type: ignore[method-assign]
+
+    def _handle(self, event: JsonDict) -> None:
+        if self.held(event):
+            self.events.append(event)
+        else:
+            self._deliver(event)
+
+    def release(self, until: Callable[[JsonDict], bool] | None = None) -> None:
+        """Deliver the held events in order: all of them, or up to the first `until` picks."""
+        while self.events:
+            event = self.events.pop(0)
+            self._deliver(event)
+            if until is not None and until(event):
+                return
+        if until is None:
+            self.reflector._handle_event = self._deliver  # type: ignore[method-assign]
+
+
+def named(name: str) -> Callable[[JsonDict], bool]:
+    return lambda event: (event.get("object") or {}).get("metadata", {}).get("name") == name
 
 
 # --- objects as the Karmada control plane writes them ------------------------------------------

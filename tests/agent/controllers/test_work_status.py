@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from agent.karmada import names
+from agent.kube.client import GVR
+from agent.kube.reflector import Reflector
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from agent.resources import WORKS
 from emulator.controllers import Knobs
 
 from .harness import (
     EXEC_NS,
+    HeldEvents,
     WorkIds,
     configmap,
     deployment,
+    has_condition,
     karmada_manifest,
     karmada_work,
+    named,
     running_pair,
     service,
 )
@@ -161,3 +167,63 @@ async def test_deleting_work_is_skipped() -> None:
         pair.work_status.queue.add("bye")
         await pair.idle(pair.work_status)
         assert len(statuses(await pair.get_work("bye"))) == 1
+
+
+def member_watch(pair: Any, gvr: GVR) -> Reflector:
+    reflector: Reflector = pair.ctx.sources.member_objects._reflectors[gvr]
+    return reflector
+
+
+async def test_an_applied_object_the_member_watch_has_not_brought_keeps_its_reported_status() -> (
+    None
+):
+    async with running_pair("execution", "workStatus") as pair:
+        assert pair.execution is not None
+        assert pair.work_status is not None
+        # ConfigMaps are watched and synced: the next Work's object is looked up in the cache.
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", all_healthy(1))
+        await pair.idle(pair.execution, pair.work_status)
+        held = HeldEvents(member_watch(pair, CONFIGMAPS), named("later"))
+        writes = pair.cp.accounting.counts(resource="works/status")
+        await pair.create_work(karmada_work("later", [configmap("later")]))
+        await pair.wait_work("later", has_condition("Applied", "True"))
+        await pair.idle(pair.execution, pair.work_status)
+        assert held.events, "the member watch brought the object before the test held it"
+        # What the execution controller reported from its apply stands while the watch lags.
+        assert all_healthy(1)(await pair.get_work("later"))
+        held.release()
+        await pair.idle(pair.execution, pair.work_status)
+        assert all_healthy(1)(await pair.get_work("later"))
+        assert pair.cp.accounting.counts(resource="works/status") == writes + 1
+
+
+async def test_the_reported_status_survives_both_watches_lagging_behind_the_apply() -> None:
+    async with running_pair("execution", "workStatus") as pair:
+        assert pair.execution is not None
+        assert pair.work_status is not None
+        await pair.create_work(karmada_work("first", [configmap("first")]))
+        await pair.wait_work("first", all_healthy(1))
+        await pair.idle(pair.execution, pair.work_status)
+        member = HeldEvents(member_watch(pair, CONFIGMAPS), named("later"))
+        # From the execution controller's report on: the writes before it are what it waits for.
+        reported = has_condition_event("Applied", "True")
+        works = HeldEvents(
+            pair.ctx.sources.works.reflector, lambda e: named("later")(e) and reported(e)
+        )
+        await pair.create_work(karmada_work("later", [configmap("later")]))
+        await pair.wait_work("later", has_condition("Applied", "True"))
+        await pair.idle(pair.execution, pair.work_status)
+        # The Works watch catches up to the execution controller's report, the member watch
+        # brings the object, then the Works watch brings the rest.
+        works.release(until=reported)
+        member.release()
+        await pair.idle(pair.execution, pair.work_status)
+        works.release()
+        await pair.idle(pair.execution, pair.work_status)
+        await pair.wait_work("later", all_healthy(1), "the reported status back", timeout=3.0)
+
+
+def has_condition_event(type_: str, status: str) -> Callable[[JsonDict], bool]:
+    check = has_condition(type_, status)
+    return lambda event: check(event.get("object") or {})

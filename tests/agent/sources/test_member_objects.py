@@ -9,7 +9,7 @@ from agent.kube.resources import CONFIGMAPS
 from agent.options import Options
 from agent.sources.member_objects import MemberObjects
 from emulator.emulator import run_emulator
-from tests.agent.controllers.harness import configmap, eventually, kube_client
+from tests.agent.controllers.harness import HeldEvents, configmap, eventually, kube_client, named
 
 JsonDict = dict[str, Any]
 
@@ -108,6 +108,43 @@ async def test_a_failing_subscriber_does_not_stop_the_others() -> None:
             assert await objects.wait_synced(CONFIGMAPS, 5.0)
             await client.create(CONFIGMAPS, managed(configmap("x")))
             await eventually(_probe(good), lambda g: "x" in g, what="good subscriber called")
+        finally:
+            await objects.stop()
+            await client.close()
+
+
+async def test_an_object_we_wrote_is_not_taken_as_absent_before_its_watch_event() -> None:
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client)
+        try:
+            objects.ensure(CONFIGMAPS, "ConfigMap")
+            assert await objects.wait_synced(CONFIGMAPS, 5.0)
+            reflector = objects._reflectors[CONFIGMAPS]
+            held = HeldEvents(reflector, lambda e: named("new")(e) or named("gone")(e))
+            created = await client.create(CONFIGMAPS, managed(configmap("new")))
+            objects.wrote(CONFIGMAPS, created)
+            await eventually(_probe(held.events), bool, what="the watch event held")
+            assert objects.get(CONFIGMAPS, "default", "new") == (None, True)
+            assert objects.lags_behind(CONFIGMAPS, "default", "new")
+            assert not objects.lags_behind(CONFIGMAPS, "default", "other")
+            held.release()
+            assert objects.get(CONFIGMAPS, "default", "new")[0] is not None
+            assert not objects.lags_behind(CONFIGMAPS, "default", "new")
+            # Deleted before its events came, and those lost to a compacted history: the
+            # relist says what there is, and nothing is claimed for the object any more.
+            held = HeldEvents(reflector, named("gone"))
+            objects.wrote(CONFIGMAPS, await client.create(CONFIGMAPS, managed(configmap("gone"))))
+            await client.delete(CONFIGMAPS, "gone", namespace="default")
+            await eventually(_probe(held.events), lambda e: len(e) == 2, what="both held")
+            assert objects.lags_behind(CONFIGMAPS, "default", "gone")
+            held.events.clear()
+            lists = reflector.lists
+            await emu.faults.compact()
+            await emu.faults.drop_watches(include_loopback=True)
+            await eventually(_probe([reflector]), lambda r: r[0].lists > lists, what="relisted")
+            assert not objects.lags_behind(CONFIGMAPS, "default", "gone")
+            assert objects.get(CONFIGMAPS, "default", "gone") == (None, True)
         finally:
             await objects.stop()
             await client.close()
