@@ -9,7 +9,9 @@ and workStatus controllers, in one place.
    An object the execution controller applied whose watch event has not arrived yet (the
    member cache lags behind the apply's answer, `SelectedObjects.lags_behind`) keeps the entry
    it has: the cache's not knowing it yet does not make it absent. Its event brings the Work
-   back to the workStatus controller.
+   back to the workStatus controller. So does any change of the entries but its own writes
+   (`entries_changed`): another writer's, or the Works cache going back to an older Work (a
+   watch event of an earlier write arriving after the answer to ours) and forward again.
 
 Both build an entry the same way (`entry`: the interpreter's reflected status and health),
 write the status the same way (`fitted`, `write`) and record the same Events for a change of the
@@ -71,6 +73,11 @@ def handed_over(old: JsonDict, new: JsonDict) -> bool:
     """The Work's Applied condition was written or changed: the statuses of its objects are the
     workStatus controller's to look at (again)."""
     return applied_status(old) != applied_status(new)
+
+
+def entries_changed(old: JsonDict, new: JsonDict) -> bool:
+    """The Work's manifestStatuses differ between `old` and `new`."""
+    return status_of(old).get("manifestStatuses") != status_of(new).get("manifestStatuses")
 
 
 class ManifestStatuses:

@@ -25,7 +25,12 @@ from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 from agent.logs import get_logger
 
-from .manifest_statuses import ManifestStatuses, awaits_first_report, handed_over
+from .manifest_statuses import (
+    ManifestStatuses,
+    awaits_first_report,
+    entries_changed,
+    handed_over,
+)
 from .work_controller import WorkController
 
 log = get_logger(__name__)
@@ -51,6 +56,8 @@ class WorkStatusController(WorkController):
         # Works that met a member type whose cache was not synced yet, per type.
         self._awaiting_sync: dict[GVR, set[str]] = {}
         self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
+        # Works whose status a reconcile is writing: the cache taking in the answer is no news.
+        self._writing: set[str] = set()
 
     def _stop_tasks(self) -> list[asyncio.Task[None]]:
         tasks = list(self._sync_waiters.values())
@@ -63,6 +70,10 @@ class WorkStatusController(WorkController):
         # Besides changes of the Work itself: the execution controller's first report (see
         # agent.controllers.manifest_statuses).
         if handed_over(old, new):
+            self._work_added(new)
+        elif entries_changed(old, new) and _meta(new).get("name") not in self._writing:
+            # Written by someone else, or a late watch event of an earlier write took the
+            # cache back: what the Work says may no longer be what the member objects say.
             self._work_added(new)
         else:
             super()._work_updated(old, new)
@@ -132,7 +143,11 @@ class WorkStatusController(WorkController):
         current = status_of(work)
         fitted = self.statuses.fitted(work, {"manifestStatuses": entries or None})
         if any(current.get(key) != value for key, value in fitted.items()):
-            written = await self.statuses.write(self.works, work, fitted)
+            self._writing.add(name)
+            try:
+                written = await self.statuses.write(self.works, work, fitted)
+            finally:
+                self._writing.discard(name)
             self.statuses.record_written(work, status_of(written), health_problems)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)

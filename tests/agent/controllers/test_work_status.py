@@ -18,6 +18,7 @@ from .harness import (
     WorkIds,
     configmap,
     deployment,
+    eventually,
     has_condition,
     karmada_manifest,
     karmada_work,
@@ -222,6 +223,42 @@ async def test_the_reported_status_survives_both_watches_lagging_behind_the_appl
         works.release()
         await pair.idle(pair.execution, pair.work_status)
         await pair.wait_work("later", all_healthy(1), "the reported status back", timeout=3.0)
+
+
+async def test_a_stale_work_in_the_cache_does_not_keep_the_status_from_the_member_truth() -> None:
+    async with running_pair("workStatus") as pair:
+        assert pair.work_status is not None
+        ids = WorkIds()
+        cm = karmada_manifest(configmap("back"), "back", ids)
+        await pair.member_client.create(CONFIGMAPS, cm)
+        await pair.create_work(karmada_work("back", [cm], raw=True))
+        await pair.mark_applied("back")
+        await pair.wait_work("back", lambda w: len(statuses(w)) == 1)
+        await pair.idle(pair.work_status)
+        # The Works watch lags: another writer's change of the status (the conditions), then
+        # ours (the object deleted: no entry) come late, the other writer's after our write.
+        works = HeldEvents(pair.ctx.sources.works.reflector, named("back"))
+        work = await pair.get_work("back")
+        work["status"]["conditions"][0]["message"] = "Manifest has been applied again"
+        await pair.karmada.update_status(WORKS, work)
+        await pair.member_client.delete(CONFIGMAPS, "back", namespace="default")
+        await pair.wait_work("back", lambda w: not statuses(w))
+        await pair.idle(pair.work_status)
+        works.release(until=lambda _e: True)  # the other writer's: the entry still there
+        await pair.idle(pair.work_status)
+        await pair.member_client.create(CONFIGMAPS, cm)
+        await eventually(
+            lambda: cached(pair, CONFIGMAPS, "back"), bool, what="the object in the cache again"
+        )
+        await pair.idle(pair.work_status)
+        works.release()
+        await pair.idle(pair.work_status)
+        await pair.wait_work("back", lambda w: len(statuses(w)) == 1, "the entry back", timeout=3.0)
+
+
+async def cached(pair: Any, gvr: GVR, name: str) -> JsonDict | None:
+    obj: JsonDict | None = pair.ctx.sources.member_objects.get(gvr, "default", name)[0]
+    return obj
 
 
 def has_condition_event(type_: str, status: str) -> Callable[[JsonDict], bool]:
