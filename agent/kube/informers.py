@@ -130,6 +130,8 @@ class SelectedObjects:
         # Objects our writes returned that the watch of their type has not brought yet:
         # (namespace, name) -> how many lists its reflector had done then (a list tells all).
         self._unseen: dict[GVR, dict[tuple[str | None, str], int]] = {}
+        # Types a `wait_known` waited for in vain.
+        self._not_known_in_time: set[GVR] = set()
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -148,6 +150,7 @@ class SelectedObjects:
         self._reflectors.clear()
         self._others.clear()
         self._unseen.clear()
+        self._not_known_in_time.clear()
 
     # --- watches -------------------------------------------------------------------------------
 
@@ -206,6 +209,32 @@ class SelectedObjects:
         if timeout is None:
             timeout = self.sync_timeout
         return await self._reflectors[gvr].wait_synced(timeout)
+
+    def known(self, gvr: GVR) -> bool:
+        """Both caches of `gvr` have synced: `get` and `known_absent` answer for every name."""
+        managed, others = self._reflectors.get(gvr), self._others.get(gvr)
+        return (
+            managed is not None
+            and managed.has_synced
+            and (self.others_selector is None or (others is not None and others.has_synced))
+        )
+
+    async def wait_known(self, gvr: GVR, timeout: float) -> bool:
+        """Wait at most `timeout` seconds until `known(gvr)`, starting its watches if needed.
+        Once a wait for `gvr` has run out, later calls do not wait until it is known (a type
+        the watches cannot sync, for RBAC or size, holds up no one again)."""
+        if self.known(gvr):
+            return True
+        self.ensure(gvr)
+        if gvr in self._not_known_in_time:
+            return False
+        waits = [self._reflectors[gvr].wait_synced(timeout)]
+        if gvr in self._others:
+            waits.append(self._others[gvr].wait_synced(timeout))
+        known = all(await asyncio.gather(*waits))
+        if not known:
+            self._not_known_in_time.add(gvr)
+        return known
 
     # --- reads ---------------------------------------------------------------------------------
 

@@ -51,6 +51,8 @@ REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
 # Attempts in one reconcile at an object that is undone while each apply is in flight (each
 # one a round of contention.py, which stops them sooner when they come fast).
 UNDONE_ATTEMPTS = 5
+# How long the first apply of a kind waits for that kind's member caches before a GET.
+FIRST_SYNC_WAIT_SECONDS = 1.0
 
 
 class ContestedError(Exception):
@@ -288,8 +290,11 @@ class Applier:
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when
         the caches know no object of that name; else a live GET (an object without
-        `karmada.io/managed=true` is known by name only)."""
+        `karmada.io/managed=true` is known by name only). The first objects of a kind wait
+        for its caches, whose watches are under way, rather than read with a GET each; not
+        for long, should the member be large."""
         objects = self.ctx.sources.member_objects
+        await objects.wait_known(gvr, FIRST_SYNC_WAIT_SECONDS)
         cached, _ = objects.get(gvr, namespace, name)
         if cached is not None:
             return cached

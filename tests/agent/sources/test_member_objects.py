@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from agent.karmada import names
+from agent.kube.client import GVR
 from agent.kube.resources import CONFIGMAPS
 from agent.options import Options
 from agent.sources.member_objects import MemberObjects
@@ -145,6 +148,26 @@ async def test_an_object_we_wrote_is_not_taken_as_absent_before_its_watch_event(
             await eventually(_probe([reflector]), lambda r: r[0].lists > lists, what="relisted")
             assert not objects.lags_behind(CONFIGMAPS, "default", "gone")
             assert objects.get(CONFIGMAPS, "default", "gone") == (None, True)
+        finally:
+            await objects.stop()
+            await client.close()
+
+
+async def test_a_type_whose_caches_do_not_sync_in_time_is_waited_for_once() -> None:
+    missing = GVR("example.io", "v1", "missings")  # not served: its watches never sync
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client)
+        try:
+            assert not await objects.wait_known(missing, 0.1)
+            # Answered at once, without waiting at all: the coroutine ends on its first step.
+            again = objects.wait_known(missing, 30.0)
+            with pytest.raises(StopIteration) as answered:
+                again.send(None)
+            assert answered.value.value is False
+            assert not objects.known(CONFIGMAPS)
+            assert await objects.wait_known(CONFIGMAPS, 5.0)
+            assert objects.known(CONFIGMAPS)
         finally:
             await objects.stop()
             await client.close()

@@ -242,6 +242,18 @@ async def test_retained_replicas_survive_a_second_apply() -> None:
         assert scaled["spec"]["replicas"] == 5
 
 
+async def test_the_first_apply_of_a_kind_waits_for_its_caches_rather_than_a_get() -> None:
+    async with running_pair("execution") as pair:
+        objects = pair.ctx.sources.member_objects
+        assert not objects.known(CONFIGMAPS)
+        await pair.create_work(karmada_work("first", [configmap("first"), configmap("also")]))
+        await pair.wait_work("first", APPLIED_OK)
+        assert objects.known(CONFIGMAPS)
+        accounting = pair.member.accounting
+        assert accounting.counts(verb="get", resource="configmaps", namespace="default") == 0
+        assert accounting.counts(verb="patch", resource="configmaps", namespace="default") == 2
+
+
 async def test_no_get_before_apply_once_the_caches_know_every_name() -> None:
     async with running_pair("execution") as pair:
         objects = pair.ctx.sources.member_objects
