@@ -155,12 +155,7 @@ async def test_status_written_only_when_changed() -> None:
 async def test_deleting_work_is_skipped() -> None:
     async with running_pair("workStatus") as pair:
         assert pair.work_status is not None
-        ids = WorkIds()
-        cm = karmada_manifest(configmap("bye"), "bye", ids)
-        await pair.member_client.create(CONFIGMAPS, cm)
-        await pair.create_work(karmada_work("bye", [cm], raw=True))
-        await pair.mark_applied("bye")
-        await pair.wait_work("bye", lambda w: len(statuses(w)) == 1)
+        await reported_work(pair, "bye")
         await pair.karmada.delete(WORKS, "bye", namespace=EXEC_NS)  # finalizer keeps it
         await pair.wait_work("bye", lambda w: bool(w["metadata"].get("deletionTimestamp")))
         await pair.member_client.delete(CONFIGMAPS, "bye", namespace="default")
@@ -181,10 +176,7 @@ async def test_an_applied_object_the_member_watch_has_not_brought_keeps_its_repo
     async with running_pair("execution", "workStatus") as pair:
         assert pair.execution is not None
         assert pair.work_status is not None
-        # ConfigMaps are watched and synced: the next Work's object is looked up in the cache.
-        await pair.create_work(karmada_work("first", [configmap("first")]))
-        await pair.wait_work("first", all_healthy(1))
-        await pair.idle(pair.execution, pair.work_status)
+        await configmaps_watched(pair)
         held = HeldEvents(member_watch(pair, CONFIGMAPS), named("later"))
         writes = pair.cp.accounting.counts(resource="works/status")
         await pair.create_work(karmada_work("later", [configmap("later")]))
@@ -203,9 +195,7 @@ async def test_the_reported_status_survives_both_watches_lagging_behind_the_appl
     async with running_pair("execution", "workStatus") as pair:
         assert pair.execution is not None
         assert pair.work_status is not None
-        await pair.create_work(karmada_work("first", [configmap("first")]))
-        await pair.wait_work("first", all_healthy(1))
-        await pair.idle(pair.execution, pair.work_status)
+        await configmaps_watched(pair)
         member = HeldEvents(member_watch(pair, CONFIGMAPS), named("later"))
         # From the execution controller's report on: the writes before it are what it waits for.
         reported = has_condition_event("Applied", "True")
@@ -228,12 +218,7 @@ async def test_the_reported_status_survives_both_watches_lagging_behind_the_appl
 async def test_a_stale_work_in_the_cache_does_not_keep_the_status_from_the_member_truth() -> None:
     async with running_pair("workStatus") as pair:
         assert pair.work_status is not None
-        ids = WorkIds()
-        cm = karmada_manifest(configmap("back"), "back", ids)
-        await pair.member_client.create(CONFIGMAPS, cm)
-        await pair.create_work(karmada_work("back", [cm], raw=True))
-        await pair.mark_applied("back")
-        await pair.wait_work("back", lambda w: len(statuses(w)) == 1)
+        cm = await reported_work(pair, "back")
         await pair.idle(pair.work_status)
         # The Works watch lags: another writer's change of the status (the conditions), then
         # ours (the object deleted: no entry) come late, the other writer's after our write.
@@ -254,6 +239,25 @@ async def test_a_stale_work_in_the_cache_does_not_keep_the_status_from_the_membe
         works.release()
         await pair.idle(pair.work_status)
         await pair.wait_work("back", lambda w: len(statuses(w)) == 1, "the entry back", timeout=3.0)
+
+
+async def reported_work(pair: Any, name: str) -> JsonDict:
+    """A Work of one ConfigMap the member has, marked applied and reported on by workStatus;
+    returns the ConfigMap as the Work has it."""
+    cm = karmada_manifest(configmap(name), name, WorkIds())
+    await pair.member_client.create(CONFIGMAPS, cm)
+    await pair.create_work(karmada_work(name, [cm], raw=True))
+    await pair.mark_applied(name)
+    await pair.wait_work(name, lambda w: len(statuses(w)) == 1)
+    return cm
+
+
+async def configmaps_watched(pair: Any) -> None:
+    """A first Work applied and reported: the ConfigMap caches are synced, the next Work's
+    objects are looked up in them."""
+    await pair.create_work(karmada_work("first", [configmap("first")]))
+    await pair.wait_work("first", all_healthy(1))
+    await pair.idle(pair.execution, pair.work_status)
 
 
 async def cached(pair: Any, gvr: GVR, name: str) -> JsonDict | None:
