@@ -241,6 +241,24 @@ async def test_a_stale_work_in_the_cache_does_not_keep_the_status_from_the_membe
         await pair.wait_work("back", lambda w: len(statuses(w)) == 1, "the entry back", timeout=3.0)
 
 
+async def test_a_change_of_the_entries_sends_the_work_back_unless_it_is_our_write() -> None:
+    async with running_pair("workStatus") as pair:
+        controller = pair.work_status
+        assert controller is not None
+        await reported_work(pair, "echo")
+        await pair.idle(controller)
+        before = controller.works.get("echo")
+        assert before is not None
+        ours = [{**statuses(before)[0], "health": names.UNHEALTHY}]
+        after = {**before, "status": {**before["status"], "manifestStatuses": ours}}
+        controller._writing["echo"] = ours  # a reconcile writing these entries
+        controller._work_updated(before, after)
+        assert len(controller.queue) == 0
+        controller._writing["echo"] = None  # ... writing other entries
+        controller._work_updated(before, after)
+        assert len(controller.queue) == 1
+
+
 async def reported_work(pair: Any, name: str) -> JsonDict:
     """A Work of one ConfigMap the member has, marked applied and reported on by workStatus;
     returns the ConfigMap as the Work has it."""
