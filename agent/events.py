@@ -295,6 +295,15 @@ class EventRecorder:
                 attempts = 0
                 self._forbidden.discard(series.namespace)
             except NotFoundError:
+                if not series.created:
+                    # A create's 404: the namespace does not exist (a resource template's, gone
+                    # or never there). The server rejected the Event; as client-go, not retried.
+                    log.info(
+                        "event not written: its namespace does not exist",
+                        namespace=series.namespace,
+                        reason=series.body.get("reason"),
+                    )
+                    return
                 # Deleted meanwhile (Events expire): start a new one with the total count.
                 series.created = False
             except AlreadyExistsError:

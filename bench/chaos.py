@@ -51,7 +51,7 @@ import yaml
 
 from agent.kube.client import KubeClient
 from agent.kube.errors import KubeError
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
 from emulator.netproxy import LinkProxy
 from emulator.works import control_plane_work
 
@@ -153,6 +153,9 @@ async def _scenario(
     await _until(lambda: cluster_ready(admin), 90, "Cluster Ready", agent)
     clock.mark("ready")
     namespace = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}]
+    # The resource templates' namespace exists on the control plane too, as in Karmada: the
+    # Events the agent records about the templates have somewhere to go.
+    await admin.create(NAMESPACES, namespace[0])
     await admin.create(WORKS, control_plane_work(CLUSTER, PREFIX + "ns", namespace), namespace=ES)
     await _until(lambda: _applied_names(admin, {PREFIX + "ns"}), 60, "namespace applied", agent)
 

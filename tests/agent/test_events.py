@@ -117,6 +117,32 @@ async def test_event_deleted_meanwhile_is_created_again() -> None:
             await client.close()
 
 
+async def test_an_event_whose_namespace_does_not_exist_is_tried_once() -> None:
+    """A create answered 404 (the namespace is missing: a resource template's, gone or never
+    there) is the server rejecting that Event, as client-go takes it: one request, and the
+    Events behind it are written all the same."""
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        await _namespace(client)
+        recorder = EventRecorder(client, writers=1)
+        template = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "no-such-namespace", "name": "cm", "uid": "u1"},
+        }
+        try:
+            emu.accounting.reset()
+            recorder.record(template, "Normal", "SyncSucceed", "applied")
+            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
+            assert await recorder.flush(5.0)
+            assert emu.accounting.counts(verb="create", resource="events") == 2
+            (event,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
+            assert event["reason"] == "SyncSucceed"
+        finally:
+            await recorder.stop()
+            await client.close()
+
+
 async def test_failures_are_logged_not_raised_and_writes_are_bounded() -> None:
     async with run_emulator("karmada") as emu:
         client = kube_client(emu)
