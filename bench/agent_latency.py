@@ -31,7 +31,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -146,6 +146,22 @@ class AgentUnderTest(Protocol):
     async def stop(self) -> None: ...
 
 
+def agent_arguments(
+    karmada_kubeconfig: Path | str, member_kubeconfig: Path | str, extra: Sequence[str] = ()
+) -> list[str]:
+    """The command line every benchmark gives this agent: both kubeconfigs, the benchmarks'
+    cluster, no leader election, no listening ports, then `extra`."""
+    return [
+        f"--karmada-kubeconfig={karmada_kubeconfig}",
+        f"--kubeconfig={member_kubeconfig}",
+        f"--cluster-name={CLUSTER}",
+        "--leader-elect=false",
+        "--metrics-bind-address=0",
+        "--health-probe-bind-address=0",
+        *extra,
+    ]
+
+
 class OurAgent:
     """This agent: `python -m agent`, as in the image."""
 
@@ -161,14 +177,14 @@ class OurAgent:
         profiler = ["-m", "cProfile", "-o", self.profile] if self.profile else []
         with (directory / "agent.log").open("wb") as log:
             self.process = await asyncio.create_subprocess_exec(
-                self.python, *profiler, "-m", "agent",
-                f"--karmada-kubeconfig={cp.client_kubeconfig}",
-                f"--kubeconfig={member.client_kubeconfig}",
-                f"--cluster-name={CLUSTER}", "--leader-elect=false",
-                "--metrics-bind-address=0", "--health-probe-bind-address=0",
-                *self.args,
-                stdout=log, stderr=log,
-            )  # fmt: skip
+                self.python,
+                *profiler,
+                "-m",
+                "agent",
+                *agent_arguments(cp.client_kubeconfig, member.client_kubeconfig, self.args),
+                stdout=log,
+                stderr=log,
+            )
         return self.process.pid
 
     async def stop(self) -> None:

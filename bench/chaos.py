@@ -51,7 +51,8 @@ import yaml
 
 from agent.kube.client import KubeClient
 from agent.kube.errors import KubeError
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, EVENTS, NAMESPACES
+from agent.resources import WORKS
 from emulator.netproxy import LinkProxy
 from emulator.works import control_plane_work
 
@@ -59,10 +60,9 @@ from .agent_latency import (
     AGENT_USER,
     CLUSTER,
     ES,
-    EVENTS,
     JSON,
     NAMESPACE,
-    WORKS,
+    agent_arguments,
     applied,
     cluster_ready,
     manifest,
@@ -124,15 +124,11 @@ async def run(scale: Scale, directory: Path | None = None) -> JSON:
         link.bandwidth = scale.bandwidth_bits // 8
         agent = AgentProcess(
             directory,
-            [
-                f"--karmada-kubeconfig={_through(cp.client_kubeconfig, link, directory)}",
-                f"--kubeconfig={member.client_kubeconfig}",
-                f"--cluster-name={CLUSTER}",
-                "--leader-elect=false",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                *scale.agent_args,
-            ],
+            agent_arguments(
+                _through(cp.client_kubeconfig, link, directory),
+                member.client_kubeconfig,
+                scale.agent_args,
+            ),
         )
         await agent.start()
         try:

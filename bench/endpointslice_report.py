@@ -35,13 +35,13 @@ from agent.kube.client import GVR, KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.resources import ENDPOINT_SLICES, NAMESPACES, SERVICES
 from agent.kube.transport import Transport
+from agent.resources import WORKS
 from emulator.works import control_plane_work
 
 from .agent_latency import (
     AGENT_USER,
     CLUSTER,
     ES,
-    WORKS,
     OurAgent,
     _delta,
     _per,

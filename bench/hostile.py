@@ -45,7 +45,15 @@ from agent.resources import WORKS
 from emulator.storage import ETCD_MAX_REQUEST_BYTES
 from emulator.works import control_plane_work, deployment
 
-from .agent_latency import AGENT_USER, CLUSTER, ES, JSON, cluster_ready, cpu_seconds
+from .agent_latency import (
+    AGENT_USER,
+    CLUSTER,
+    ES,
+    JSON,
+    agent_arguments,
+    cluster_ready,
+    cpu_seconds,
+)
 from .chaos import AgentProcess
 from .emulators import EmulatorProcess, emulator_process
 from .report import report
@@ -362,15 +370,7 @@ async def run(cases: list[str], setup: Setup, agent_args: list[str]) -> JSON:
     ):
         agent = AgentProcess(
             directory,
-            [
-                f"--karmada-kubeconfig={cp.client_kubeconfig}",
-                f"--kubeconfig={member.client_kubeconfig}",
-                f"--cluster-name={CLUSTER}",
-                "--leader-elect=false",
-                "--metrics-bind-address=0",
-                "--health-probe-bind-address=0",
-                *agent_args,
-            ],
+            agent_arguments(cp.client_kubeconfig, member.client_kubeconfig, agent_args),
         )
         await agent.start()
         try:
