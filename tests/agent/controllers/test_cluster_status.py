@@ -134,16 +134,24 @@ def condition(cluster: dict[str, Any], kind: str) -> dict[str, Any]:
     raise AssertionError(f"no {kind} condition")
 
 
-async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) -> None:
+@asynccontextmanager
+async def registered_cluster(tmp_path: Path, **options: Any) -> AsyncIterator[Any]:
+    """Emulators with this cluster registered (options: no Secrets reported, then `options`)
+    and the emulated karmada-controller-manager's finalizer on its Cluster, so the status
+    controller's gate opens: (pair, karmada, member, options)."""
     async with (
         emulator_pair(tmp_path) as pair,
         kube_client(pair.karmada_kubeconfig) as karmada,
         kube_client(pair.member_kubeconfig) as member,
     ):
-        options = pair.options(report_secrets=())
-        await register(karmada, member, options)
-        # The emulated karmada-controller-manager adds its finalizer: the gate opens.
+        agent_options = pair.options(**{"report_secrets": (), **options})
+        await register(karmada, member, agent_options)
         await wait_for(lambda: _has_finalizer(pair), timeout=10)
+        yield pair, karmada, member, agent_options
+
+
+async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) -> None:
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
         registry = CollectorRegistry()
         metrics = AgentMetrics(registry)
         controller = ClusterStatusController(
@@ -219,14 +227,12 @@ async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) ->
 
 
 async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: Path) -> None:
-    async with (
-        emulator_pair(tmp_path) as pair,
-        kube_client(pair.karmada_kubeconfig) as karmada,
-        kube_client(pair.member_kubeconfig) as member,
+    async with registered_cluster(tmp_path, enable_cluster_resource_modeling=False) as (
+        pair,
+        karmada,
+        member,
+        options,
     ):
-        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
-        await register(karmada, member, options)
-        await wait_for(lambda: _has_finalizer(pair), timeout=10)
         watch = ClusterWatch(karmada, "member1")
         controller = ClusterStatusController(
             karmada=karmada, member=member, options=options, cluster_watch=watch
@@ -267,19 +273,12 @@ async def _has_finalizer(pair: Any) -> bool:
 
 
 async def test_offline_member_is_reported_after_the_failure_threshold(tmp_path: Path) -> None:
-    async with (
-        emulator_pair(tmp_path) as pair,
-        kube_client(pair.karmada_kubeconfig) as karmada,
-        kube_client(pair.member_kubeconfig) as member,
-    ):
-        options = pair.options(
-            report_secrets=(),
-            cluster_failure_threshold=timedelta(seconds=30),
-            cluster_success_threshold=timedelta(seconds=20),
-            enable_cluster_resource_modeling=False,
-        )
-        await register(karmada, member, options)
-        await wait_for(lambda: _has_finalizer(pair), timeout=10)
+    async with registered_cluster(
+        tmp_path,
+        cluster_failure_threshold=timedelta(seconds=30),
+        cluster_success_threshold=timedelta(seconds=20),
+        enable_cluster_resource_modeling=False,
+    ) as (pair, karmada, member, options):
         with wall_fake_clock() as clock:
             controller = ClusterStatusController(
                 karmada=karmada, member=member, options=options, clock=clock
@@ -395,14 +394,12 @@ async def test_clock_skew_against_the_member_is_reported_too(tmp_path: Path) -> 
 async def skew_controller(tmp_path: Path) -> AsyncIterator[Any]:
     """A registered cluster and its status controller, with metrics and Events of its own:
     (pair, karmada, member, controller, registry, events)."""
-    async with (
-        emulator_pair(tmp_path) as pair,
-        kube_client(pair.karmada_kubeconfig) as karmada,
-        kube_client(pair.member_kubeconfig) as member,
+    async with registered_cluster(tmp_path, enable_cluster_resource_modeling=False) as (
+        pair,
+        karmada,
+        member,
+        options,
     ):
-        options = pair.options(report_secrets=(), enable_cluster_resource_modeling=False)
-        await register(karmada, member, options)
-        await wait_for(lambda: _has_finalizer(pair), timeout=10)
         registry = CollectorRegistry()
         events = EventRecorder(karmada, component="karmada-agent")
         controller = ClusterStatusController(
