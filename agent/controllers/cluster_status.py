@@ -56,6 +56,7 @@ from agent.kube.errors import ConflictError, KubeError, NotFoundError, Transport
 from agent.kube.reflector import Reflector
 from agent.kube.resources import NODES, PODS
 from agent.kube.store import Store
+from agent.kube.tasks import cancel_and_wait
 from agent.logs import get_logger
 from agent.metrics import AgentMetrics
 from agent.options import Options
@@ -238,11 +239,7 @@ class MemberCaches:
 
     async def stop(self) -> None:
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)
 
 
 # --- the controller ------------------------------------------------------------------------

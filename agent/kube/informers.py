@@ -22,6 +22,7 @@ from typing import Any
 from agent.kube.client import GVR, KubeClient
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.store import drop_managed_fields, writers_only
+from agent.kube.tasks import cancel_and_wait
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -92,9 +93,7 @@ class WatchedReflector:
             return
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait([task])
 
     async def wait_synced(self, timeout: float | None = None) -> bool:
         return await self.reflector.wait_synced(timeout)
@@ -140,12 +139,7 @@ class SelectedObjects:
 
     async def stop(self) -> None:
         """Stop every watch and forget the caches (a later `ensure` starts afresh)."""
-        tasks = [task for group in self._tasks.values() for task in group]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait([task for group in self._tasks.values() for task in group])
         self._tasks.clear()
         self._reflectors.clear()
         self._others.clear()
