@@ -191,8 +191,12 @@ class LeaderElector:
             renewed = False
             while self._clock.now() < deadline:
                 remaining = deadline - self._clock.now()
+                # asyncio.timeout, not wait_for: on Python 3.11, wait_for loses a cancellation
+                # that arrives as the renewal completes, and the loop would go on renewing
+                # through a shutdown until cancelled a second time.
                 try:
-                    renewed = await asyncio.wait_for(self._try_acquire_or_renew(), remaining)
+                    async with asyncio.timeout(remaining):
+                        renewed = await self._try_acquire_or_renew()
                 except TimeoutError:
                     renewed = False
                 if renewed:
