@@ -35,6 +35,7 @@ import contextlib
 import copy
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.discovery import DiscoveryCache, api_enablements, discover
 from agent.kube.errors import ConflictError, KubeError, NotFoundError, TransportError
-from agent.kube.reflector import Reflector
+from agent.kube.reflector import Answers, Reflector, uncached
 from agent.kube.resources import NODES, PODS
 from agent.kube.store import Store
 from agent.kube.tasks import cancel_and_wait
@@ -568,6 +569,9 @@ class ClusterStatusController:
                 summary["allocatableModelings"] = modelings
         return {"nodeSummary": node_summary(nodes), "resourceSummary": summary}
 
+    def _writing(self) -> AbstractContextManager[Answers]:
+        return self.cluster_watch.writing() if self.cluster_watch is not None else uncached()
+
     async def _write_status(self, cluster: JsonDict, mutate: StatusMutation) -> JsonDict:
         """PUT /status when the mutation changes it; re-read and retry on conflict."""
         for attempt in range(STATUS_WRITE_ATTEMPTS):
@@ -577,16 +581,19 @@ class ClusterStatusController:
             if status == live_status:
                 return cluster
             try:
-                updated = await self.karmada.update_status(CLUSTERS, {**cluster, "status": status})
+                with self._writing() as write:
+                    updated = await self.karmada.update_status(
+                        CLUSTERS, {**cluster, "status": status}
+                    )
+                    # The next pass compares against what we wrote, even before the watch
+                    # echoes it.
+                    write.answered(updated)
             except ConflictError:
                 if attempt + 1 == STATUS_WRITE_ATTEMPTS:
                     raise
                 cluster = await self.karmada.get(CLUSTERS, self.cluster_name)
                 continue
             self.status_writes += 1
-            if self.cluster_watch is not None and self.cluster_watch.synced:
-                # The next pass compares against what we wrote, even before the watch echoes it.
-                self.cluster_watch.reflector.observe(updated)
             return updated
         return cluster  # unreachable: the loop returns or raises
 

@@ -63,13 +63,13 @@ class SliceReports:
                 f"work {self.namespace}/{existing['metadata']['name']} is being deleted"
             )
         desired = collected.desired_work(endpoint_slice, self.reporter, self.namespace, existing)
-        if existing is None:
-            written = await self.client.create(WORKS, desired, namespace=self.namespace)
-        elif collected.same_report(existing, desired):
+        if existing is not None and collected.same_report(existing, desired):
             return
-        else:
-            written = await self.client.replace(WORKS, desired)
-        self.works.reflector.observe(written)
+        with self.works.reflector.writing(f"{self.namespace}/{desired['metadata']['name']}") as w:
+            if existing is None:
+                w.answered(await self.client.create(WORKS, desired, namespace=self.namespace))
+            else:
+                w.answered(await self.client.replace(WORKS, desired))
         log.debug(
             "reported EndpointSlice",
             work=desired["metadata"]["name"],
@@ -86,8 +86,11 @@ class SliceReports:
                 await self.client.delete(WORKS, name, namespace=self.namespace)
             log.info("withdrew reported EndpointSlice", work=name, reporter=self.reporter.token)
             return
-        with contextlib.suppress(NotFoundError):
-            self.works.reflector.observe(await self.client.replace(WORKS, remaining))
+        with (
+            contextlib.suppress(NotFoundError),
+            self.works.reflector.writing(f"{self.namespace}/{name}") as write,
+        ):
+            write.answered(await self.client.replace(WORKS, remaining))
 
 
 # (kind, namespace, name): "ServiceExport", "EndpointSlice" or "Service" keys of one queue.

@@ -6,13 +6,20 @@ breaks is resumed from the last resourceVersion seen (bookmarks included), witho
 store, and tell the handlers what changed meanwhile (adds, updates, and deletes of objects that
 vanished). Other errors back off exponentially with jitter. Optionally the initial state comes
 from a watch with sendInitialEvents (watch-list), falling back to list if the server refuses.
+
+The answers to our own writes are cached too (`writing`), so that the next reconcile compares
+against what we wrote; the store never goes back from them. An answer the watch has not
+delivered yet is newer than every event it delivers before that version: those are left out
+until the answer's version comes, matched by equality (resourceVersions are opaque, never
+ordered). See `Write` for when an answer is not cached and left to the watch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -74,6 +81,67 @@ class _RelistNeededError(Exception):
     pass
 
 
+class Write:
+    """A write of ours in flight (`Reflector.writing`). Its answer is cached only when it is
+    news: neither the version the cache held when the write began (a write that changed
+    nothing answers with that) nor one the watch delivered meanwhile. The watch delivers a
+    key's versions in order, so an answer it has not delivered is newer than all it has.
+    resourceVersions are compared only for equality: they are opaque. An answer is left to
+    the watch when that cannot be told: when another write of ours to the same object was
+    answered meanwhile (which of the two is newer is unknown), or when the reflector listed
+    meanwhile (the list may be older or newer than the answer)."""
+
+    def __init__(self, reflector: Reflector, before: dict[str, str], *, refill: bool) -> None:
+        self._reflector = reflector
+        self.before = before
+        self.refill = refill
+        self.delivered: dict[str, set[str]] = {key: set() for key in before}
+        self.contended: set[str] = set()
+        self._lists = reflector.lists_started
+
+    def answered(self, obj: JsonDict) -> None:
+        """`obj` is what the write returned (the object as it is now)."""
+        self._reflector._answered(self, obj)
+
+    def is_news(self, key: str, rv: str) -> bool:
+        """The answer `rv` of `key` is newer than what the cache holds."""
+        return rv != self.before[key] and self._unseen(key, rv)
+
+    def refills(self, key: str, rv: str) -> bool:
+        """The answer `rv` of `key` is the version the cache holds, which the cache still holds
+        (trimmed, for a `refill` read)."""
+        return self.refill and rv == self.before[key] and self._unseen(key, rv)
+
+    def _unseen(self, key: str, rv: str) -> bool:
+        reflector = self._reflector
+        return (
+            bool(rv)
+            and rv not in self.delivered[key]
+            and not (self.refill and self.delivered[key])
+            and key not in self.contended
+            and self._lists == reflector.lists_started
+            and not reflector.listing
+            and reflector.has_synced
+        )
+
+
+class Answers(Protocol):
+    """Where a write's answer goes: a `Write`, or nowhere (`uncached`)."""
+
+    def answered(self, obj: JsonDict) -> None: ...
+
+
+class _Uncached:
+    def answered(self, obj: JsonDict) -> None:
+        pass
+
+
+@contextmanager
+def uncached() -> Iterator[Answers]:
+    """For a write whose object no cache of ours holds."""
+    yield _Uncached()
+
+
 class Reflector:
     """Keeps `store` in step with the server for one resource (optionally a namespace and
     selectors) and calls the handlers for every change. Run it with `run()` (until cancelled)."""
@@ -115,6 +183,14 @@ class Reflector:
         self.lists = 0
         self.watches = 0
         self._watch_list_refused = False
+        # Our writes: those in flight, the version of each key a write of ours cached that the
+        # watch has not delivered yet (its events until then are older: left out), and the last
+        # version a write of ours returned per key.
+        self._writes: list[Write] = []
+        self._ahead: dict[str, str] = {}
+        self._own: dict[str, str] = {}
+        self.lists_started = 0
+        self.listing = False
 
     # --- public --------------------------------------------------------------------------------
 
@@ -148,13 +224,55 @@ class Reflector:
         self._replace([self.store.prepare(obj) for obj in objects])
         self._synced.set()
 
-    def observe(self, obj: JsonDict) -> None:
-        """Take in an object that a write of ours returned, as if the watch had delivered it:
-        store it and tell the handlers. The answer to a write can arrive before the watch events
-        of earlier changes by others; a change it carries that only the store learnt of would
-        look already seen when those events come."""
+    @contextmanager
+    def writing(self, *keys: str, refill: bool = False) -> Iterator[Write]:
+        """Around a write of ours (or a read that returns the objects as they are now) of the
+        objects `keys`: hand its answer to the `Write` (`answered`) to have it cached before
+        the watch brings it. Opened before the request is sent: what the watch delivers
+        meanwhile tells whether the answer is news (see `Write`). With `refill`, a read of
+        objects the cache holds trimmed: the version it holds is taken whole too."""
+        write = Write(self, {key: _rv(self.store.get(key) or {}) for key in keys}, refill=refill)
+        self._writes.append(write)
+        try:
+            yield write
+        finally:
+            self._writes.remove(write)
+
+    def is_own_write(self, obj: JsonDict) -> bool:
+        """`obj` is a version one of our writes answered with (its resourceVersion is the last
+        a write of ours returned for it)."""
+        key = object_key(obj)
+        return key in self._own and self._own[key] == _rv(obj)
+
+    def update_seeded(self, obj: JsonDict) -> None:
+        """Change an object of a seeded reflector (one that never lists or watches: its store
+        is the only copy, nothing can take it back) and tell the handlers."""
+        if self.lists or self.watches:
+            raise RuntimeError(f"{self.name}: update_seeded on a reflector that watches")
         prepared = self.store.prepare(obj)
         _, old = self.store.put(prepared)
+        if old is None:
+            self._emit_add(prepared)
+        else:
+            self._emit_update(old, prepared)
+
+    def _answered(self, write: Write, obj: JsonDict) -> None:
+        """Cache `obj`, a write's answer, if it is newer than what the cache holds (see
+        `Write`); the handlers hear of it as of a watch event."""
+        key, rv = object_key(obj), _rv(obj)
+        if key not in write.before:
+            raise ValueError(f"{self.name}: {key} answered by a write opened for others")
+        self._own[key] = rv
+        refills = write.refills(key, rv)
+        if not (refills or write.is_news(key, rv)):
+            return
+        for other in self._writes:
+            if other is not write and key in other.before:
+                other.contended.add(key)
+        prepared = self.store.prepare(obj)
+        _, old = self.store.put(prepared)
+        if not refills:
+            self._ahead[key] = rv
         if old is None:
             self._emit_add(prepared)
         else:
@@ -219,14 +337,20 @@ class Reflector:
             log.exception("%s: event handler failed", self.name)
 
     async def _initial_state(self) -> None:
-        if self.use_watch_list and not self._watch_list_refused:
-            try:
-                await self._watch_list()
-                return
-            except (InvalidError, BadRequestError, ForbiddenError) as exc:
-                log.info("%s: watch-list refused (%s); using list", self.name, exc.reason)
-                self._watch_list_refused = True
-        await self._list()
+        # Until the list replaces the store, a write's answer may be older or newer than it.
+        self.lists_started += 1
+        self.listing = True
+        try:
+            if self.use_watch_list and not self._watch_list_refused:
+                try:
+                    await self._watch_list()
+                    return
+                except (InvalidError, BadRequestError, ForbiddenError) as exc:
+                    log.info("%s: watch-list refused (%s); using list", self.name, exc.reason)
+                    self._watch_list_refused = True
+            await self._list()
+        finally:
+            self.listing = False
 
     async def _list(self) -> None:
         # Each page is trimmed (store.prepare) as it arrives, so a large list never holds all
@@ -251,7 +375,12 @@ class Reflector:
 
     def _replace(self, objects: list[JsonDict]) -> None:
         """Swap the store's content and emit the differences as events."""
+        # The list is as new as every answer cached before it began (none was during it).
+        self._ahead.clear()
+        self.listing = False
         old_items = {object_key(obj): obj for obj in self.store}
+        listed = {object_key(obj) for obj in objects}
+        self._own = {key: rv for key, rv in self._own.items() if key in listed}
         self.store.replace(objects)
         new_keys = set()
         for obj in objects:
@@ -308,21 +437,33 @@ class Reflector:
             if rv:
                 self.last_resource_version = rv
             return
-        prepared = self.store.prepare(obj)
-        if kind in ("ADDED", "MODIFIED"):
-            _, old = self.store.put(prepared)
-            if old is None:
-                self._emit_add(prepared)
-            else:
-                self._emit_update(old, prepared)
-        elif kind == "DELETED":
-            old = self.store.delete(object_key(prepared))
-            self._emit_delete(prepared if prepared else (old or {}))
-        else:
+        if kind not in ("ADDED", "MODIFIED", "DELETED"):
             log.warning("%s: unknown watch event type %r", self.name, kind)
             return
         if rv:
             self.last_resource_version = rv
+        prepared = self.store.prepare(obj)
+        key = object_key(prepared)
+        for write in self._writes:
+            if key in write.delivered:
+                write.delivered[key].add(rv)
+        ahead = self._ahead.get(key)
+        if ahead is not None:
+            if rv != ahead:
+                return  # older than the answer of ours the cache holds
+            del self._ahead[key]
+            if kind != "DELETED" and prepared == self.store.get(key):
+                return  # the answer we cached, now delivered
+        if kind == "DELETED":
+            self._own.pop(key, None)
+            old = self.store.delete(key)
+            self._emit_delete(prepared if prepared else (old or {}))
+            return
+        _, old = self.store.put(prepared)
+        if old is None:
+            self._emit_add(prepared)
+        else:
+            self._emit_update(old, prepared)
 
     async def _watch_list(self) -> None:
         """Initial state from a watch with sendInitialEvents, then keep watching it."""

@@ -5,13 +5,14 @@ the Cluster (each starts and stops it), so none of them polls it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from agent.karmada import conditions, names
 from agent.karmada.status import status_of
 from agent.kube.client import KubeClient
 from agent.kube.informers import WatchedReflector, typed_transform
-from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.kube.reflector import HandlerFuncs, Reflector, Write
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
 
@@ -42,6 +43,10 @@ class ClusterWatch(WatchedReflector):
     @property
     def cluster(self) -> JsonDict | None:
         return self.reflector.store.get_by(None, self.cluster_name)
+
+    def writing(self) -> AbstractContextManager[Write]:
+        """Around a write of the Cluster: its answer is cached (Reflector.writing)."""
+        return self.reflector.writing(self.cluster_name)
 
     @property
     def ready(self) -> bool:

@@ -18,6 +18,7 @@ from agent.kube.client import KubeClient
 from agent.kube.informers import WatchedReflector, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
+from agent.kube.store import object_key
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -114,19 +115,21 @@ class MemberSlices(WatchedReflector):
     async def refresh(self, namespace: str, service: str) -> list[JsonDict]:
         """The Service's slices, whole: stubs (kept while nobody wanted them) are read again."""
         slices = self.of_service(namespace, service)
-        if any(is_stub(s) for s in slices):
-            listed = await self.client.list(
-                ENDPOINT_SLICES,
-                namespace=namespace,
-                label_selector=f"{collected.SERVICE_NAME_LABEL}={service}",
-            )
-            for item in listed.get("items") or []:
-                meta = item.get("metadata") or {}
-                current = self.get(namespace, str(meta.get("name")))
-                # Only stubs are replaced: a whole object in the store came from the watch
-                # after the Service became wanted, and is as new as the list or newer.
-                if current is not None and is_stub(current):
-                    self.reflector.observe(item)
+        stubs = [object_key(s) for s in slices if is_stub(s)]
+        if stubs:
+            # Read as it is now: a whole slice is cached unless the watch delivered its
+            # version, or a newer one, meanwhile (Reflector.writing).
+            with self.reflector.writing(*stubs, refill=True) as read:
+                listed = await self.client.list(
+                    ENDPOINT_SLICES,
+                    namespace=namespace,
+                    label_selector=f"{collected.SERVICE_NAME_LABEL}={service}",
+                )
+                for item in listed.get("items") or []:
+                    if f"{namespace}/{(item.get('metadata') or {}).get('name')}" in stubs:
+                        read.answered(
+                            {**item, "metadata": {**item["metadata"], "namespace": namespace}}
+                        )
             slices = self.of_service(namespace, service)
         return [s for s in slices if not is_stub(s)]
 

@@ -59,7 +59,7 @@ class RecordedWorks(_NotWatched, WorkInformer):
         name = str((work.get("metadata") or {}).get("name"))
         self.queued.setdefault(name, {}).update(copy.deepcopy(status))
         updated = {**work, "status": {**status_of(work), **copy.deepcopy(status)}}
-        self.reflector.observe(updated)
+        self.reflector.update_seeded(updated)
         return updated
 
     async def report(self, karmada: KubeClient, into: WorkInformer | None = None) -> int:

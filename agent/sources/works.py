@@ -56,9 +56,9 @@ class WorkInformer(WatchedReflector):
         self, work: JsonDict, status: JsonDict, *, precondition: bool = False
     ) -> JsonDict:
         """Merge-patch `status` (only the keys given) into the Work's status subresource and
-        keep the answer in the cache, so the next reconcile compares against what we wrote
-        even before the watch brings it back. The handlers hear of it too: the answer may carry
-        a spec change whose own watch event has not arrived yet. With `precondition`, only
+        keep the answer in the cache (Reflector.writing), so the next reconcile compares
+        against what we wrote even before the watch brings it back. The handlers hear of it
+        too: the answer may carry a spec change whose own watch event has not arrived yet. With `precondition`, only
         over the Work as given (its resourceVersion; a 409 Conflict otherwise): for a write of
         a list another writer may have changed meanwhile."""
         meta = work.get("metadata") or {}
@@ -66,33 +66,38 @@ class WorkInformer(WatchedReflector):
         body: JsonDict = {"status": status}
         if precondition:
             body["metadata"] = {"resourceVersion": meta.get("resourceVersion")}
-        # Answered with the metadata only: the rest is the Work as we knew it with our status
-        # merged in (over a slow link the whole Work back, for every status write, was most of
-        # what crossed it).
-        answer = await self.client.patch(
-            WORKS,
-            name,
-            body,
-            patch_type="merge",
-            namespace=self.namespace,
-            subresource="status",
-            metadata_only=True,
-        )
-        known = self.get(name) or work
-        written = answer.get("metadata") or {}
-        known_meta = known.get("metadata") or {}
-        if answer.get("kind") == "PartialObjectMetadata" and all(
-            written.get(key) == known_meta.get(key) for key in ("uid", "generation")
-        ):
-            updated = {
-                **known,
-                "metadata": written,
-                "status": merge_patch(known.get("status") or {}, status),
-            }
-        elif answer.get("kind") == "PartialObjectMetadata":
-            # The Work changed meanwhile (its spec): read it whole.
-            updated = await self.client.get(WORKS, name, namespace=self.namespace)
-        else:
-            updated = answer  # a server that answered with the whole Work
-        self.reflector.observe(updated)
+        with self.reflector.writing(f"{self.namespace}/{name}") as write:
+            # Answered with the metadata only: the rest is the Work as we knew it with our
+            # status merged in (over a slow link the whole Work back, for every status write,
+            # was most of what crossed it).
+            answer = await self.client.patch(
+                WORKS,
+                name,
+                body,
+                patch_type="merge",
+                namespace=self.namespace,
+                subresource="status",
+                metadata_only=True,
+            )
+            known = self.get(name) or work
+            written = answer.get("metadata") or {}
+            known_meta = known.get("metadata") or {}
+            if answer.get("kind") == "PartialObjectMetadata" and all(
+                written.get(key) == known_meta.get(key) for key in ("uid", "generation")
+            ):
+                updated = {
+                    **known,
+                    "metadata": written,
+                    "status": merge_patch(known.get("status") or {}, status),
+                }
+            elif answer.get("kind") == "PartialObjectMetadata":
+                # The Work changed meanwhile (its spec): read it whole.
+                updated = await self.client.get(WORKS, name, namespace=self.namespace)
+            else:
+                updated = answer  # a server that answered with the whole Work
+            write.answered(updated)
         return updated
+
+    def is_own_write(self, work: JsonDict) -> bool:
+        """`work` is as a status write of ours left it (not a later change by anyone)."""
+        return self.reflector.is_own_write(work)

@@ -250,14 +250,15 @@ class DeletionGuard:
             if not set_condition(conditions, wanted):
                 return
             try:
-                updated = await self.ctx.karmada.update_status(
-                    CLUSTERS, {**cluster, "status": status}
-                )
+                with self.cluster.writing() as write:
+                    write.answered(
+                        await self.ctx.karmada.update_status(
+                            CLUSTERS, {**cluster, "status": status}
+                        )
+                    )
             except ConflictError:
                 if attempt + 1 == CLUSTER_WRITE_ATTEMPTS:
                     raise
                 cluster = await self.ctx.karmada.get(CLUSTERS, self.ctx.cluster_name)
                 continue
-            if self.cluster.synced:
-                self.cluster.reflector.observe(updated)
             return

@@ -23,12 +23,13 @@ from agent.controllers.cluster_status import (
 )
 from agent.events import EventRecorder
 from agent.kube.clock import FakeClock, ServerClock
-from agent.kube.resources import EVENTS
+from agent.kube.resources import EVENTS, NODES
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
 from agent.sources.cluster import ClusterWatch
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
+from tests.agent.controllers.harness import HeldEvents
 from tests.fakewall import wall_fake_clock
 
 READY = observed_ready_condition(Health(True, True))
@@ -261,6 +262,57 @@ async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: 
         finally:
             await controller.stop()
             await watch.stop()
+
+
+async def test_a_late_watch_event_does_not_take_the_cluster_back_before_our_write(
+    tmp_path: Path,
+) -> None:
+    async with registered_cluster(tmp_path) as (
+        pair,
+        karmada,
+        member,
+        options,
+    ):
+        watch = ClusterWatch(karmada, "member1")
+        controller = ClusterStatusController(
+            karmada=karmada, member=member, options=options, cluster_watch=watch
+        )
+        watch.start()
+        try:
+            assert await watch.wait_synced(10)
+            await controller.sync_once()
+            # The Cluster watch lags: another writer's change, then the echo of our next
+            # status write, come after the answer to that write.
+            held = HeldEvents(watch.reflector, lambda _e: True)
+            async with pair.karmada.client() as client:
+                path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
+                obj = (await client.get(path)).json()
+                obj["metadata"].setdefault("labels", {})["edited"] = "yes"
+                assert (await client.put(path, json=obj)).status_code == 200
+            # A new member Node: the next pass writes the node summary.
+            await member.create(
+                NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"}}
+            )
+            await wait_for(lambda: _cached_node(controller, "extra"), timeout=10)
+            await controller.sync_once()
+            ours = watch.cluster
+            assert ours is not None
+            held.release(until=lambda _e: True)  # the other writer's change: older than ours
+            assert watch.cluster == ours
+            pair.karmada.accounting.reset()
+            await controller.sync_once()
+            clusters = "clusters.cluster.karmada.io"
+            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+            assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
+            held.release()
+            await wait_for(lambda: _labelled(watch), timeout=10)
+        finally:
+            await controller.stop()
+            await watch.stop()
+
+
+async def _cached_node(controller: ClusterStatusController, name: str) -> bool:
+    return controller.caches is not None and controller.caches.nodes.store.get(name) is not None
 
 
 async def _labelled(watch: ClusterWatch) -> bool:
