@@ -9,9 +9,10 @@ and workStatus controllers, in one place.
    An object the execution controller applied whose watch event has not arrived yet (the
    member cache lags behind the apply's answer, `SelectedObjects.lags_behind`) keeps the entry
    it has: the cache's not knowing it yet does not make it absent. Its event brings the Work
-   back to the workStatus controller. So does any change of the entries but its own writes
-   (`entries_changed`): another writer's, or the Works cache going back to an older Work (a
-   watch event of an earlier write arriving after the answer to ours) and forward again.
+   back to the workStatus controller. So does any change of the entries but our own writes
+   (`entries_changed`, `WorkInformer.is_own_write`). The Works cache never goes back to an
+   older Work than the answer to our last write (agent.kube.reflector), so a late watch event
+   of an earlier write is no change to look at.
 
 Both build an entry the same way (`entry`: the interpreter's reflected status and health),
 write the status the same way (`fitted`, `write`) and record the same Events for a change of the

@@ -56,9 +56,6 @@ class WorkStatusController(WorkController):
         # Works that met a member type whose cache was not synced yet, per type.
         self._awaiting_sync: dict[GVR, set[str]] = {}
         self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
-        # The entries a reconcile is writing, per Work: the cache taking in the answer is no
-        # news (another writer's entries meanwhile are).
-        self._writing: dict[str, Any] = {}
 
     def _stop_tasks(self) -> list[asyncio.Task[None]]:
         tasks = list(self._sync_waiters.values())
@@ -72,19 +69,12 @@ class WorkStatusController(WorkController):
         # agent.controllers.manifest_statuses).
         if handed_over(old, new):
             self._work_added(new)
-        elif entries_changed(old, new) and not self._being_written(new):
-            # Written by someone else, or a late watch event of an earlier write took the
-            # cache back: what the Work says may no longer be what the member objects say.
+        elif entries_changed(old, new) and not self.works.is_own_write(new):
+            # Written by someone else: what the Work says may no longer be what the member
+            # objects say.
             self._work_added(new)
         else:
             super()._work_updated(old, new)
-
-    def _being_written(self, work: JsonDict) -> bool:
-        name = _meta(work).get("name")
-        return (
-            name in self._writing
-            and status_of(work).get("manifestStatuses") == self._writing[str(name)]
-        )
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         ref = work_of(obj)
@@ -151,11 +141,7 @@ class WorkStatusController(WorkController):
         current = status_of(work)
         fitted = self.statuses.fitted(work, {"manifestStatuses": entries or None})
         if any(current.get(key) != value for key, value in fitted.items()):
-            self._writing[name] = fitted.get("manifestStatuses")
-            try:
-                written = await self.statuses.write(self.works, work, fitted)
-            finally:
-                self._writing.pop(name, None)
+            written = await self.statuses.write(self.works, work, fitted)
             self.statuses.record_written(work, status_of(written), health_problems)
         if problems:
             wlog.info("status of some manifests not collected", problems=problems)

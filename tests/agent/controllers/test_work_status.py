@@ -250,13 +250,16 @@ async def test_a_change_of_the_entries_sends_the_work_back_unless_it_is_our_writ
         before = controller.works.get("echo")
         assert before is not None
         ours = [{**statuses(before)[0], "health": names.UNHEALTHY}]
-        after = {**before, "status": {**before["status"], "manifestStatuses": ours}}
-        controller._writing["echo"] = ours  # a reconcile writing these entries
-        controller._work_updated(before, after)
+        # The Works watch brings the write back only at the end, as it may over a slow link.
+        held = HeldEvents(controller.works.reflector, named("echo"))
+        # Our write of these entries: its answer in the cache is no news.
+        written = await controller.works.patch_status(before, {"manifestStatuses": ours})
         assert len(controller.queue) == 0
-        controller._writing["echo"] = None  # ... writing other entries
-        controller._work_updated(before, after)
+        # ... the same entries written by someone else.
+        other = {**written, "metadata": {**written["metadata"], "resourceVersion": "theirs"}}
+        controller._work_updated(before, other)
         assert len(controller.queue) == 1
+        held.release()
 
 
 async def reported_work(pair: Any, name: str) -> JsonDict:
@@ -286,3 +289,30 @@ async def cached(pair: Any, gvr: GVR, name: str) -> JsonDict | None:
 def has_condition_event(type_: str, status: str) -> Callable[[JsonDict], bool]:
     check = has_condition(type_, status)
     return lambda event: check(event.get("object") or {})
+
+
+async def test_a_late_event_of_an_older_work_costs_no_second_status_write() -> None:
+    async with running_pair("workStatus") as pair:
+        assert pair.work_status is not None
+        await reported_work(pair, "late")
+        await pair.idle(pair.work_status)
+        # The Works watch lags: another writer's change of the conditions, then our write of
+        # the entries (the object deleted), come after the answer to our write.
+        works = HeldEvents(pair.ctx.sources.works.reflector, named("late"))
+        work = await pair.get_work("late")
+        work["status"]["conditions"][0]["message"] = "Manifest has been applied again"
+        await pair.karmada.update_status(WORKS, work)
+        writes = pair.cp.accounting.counts(resource="works/status")
+        await pair.member_client.delete(CONFIGMAPS, "late", namespace="default")
+        await pair.wait_work("late", lambda w: not statuses(w))
+        await pair.idle(pair.work_status)
+        assert pair.cp.accounting.counts(resource="works/status") == writes + 1
+        # The other writer's event, older than our write, arrives: the cache stays at our
+        # write, so nothing is written again.
+        works.release(until=lambda _e: True)
+        assert not statuses(pair.work_status.works.get("late") or {})
+        await pair.idle(pair.work_status)
+        works.release()
+        await pair.idle(pair.work_status)
+        assert not statuses(await pair.get_work("late"))
+        assert pair.cp.accounting.counts(resource="works/status") == writes + 1
