@@ -82,6 +82,14 @@ class HeldEvents:
         else:
             self._deliver(event)
 
+    async def arrived(self, count: int) -> None:
+        """Wait until the watch has brought `count` events that are held."""
+
+        async def held() -> int:
+            return len(self.events)
+
+        await eventually(held, lambda n: n >= count, what=f"{count} watch events held")
+
     def release(self, until: Callable[[JsonDict], bool] | None = None) -> None:
         """Deliver the held events in order: all of them, or up to the first `until` picks."""
         while self.events:

@@ -297,6 +297,7 @@ async def test_a_late_watch_event_does_not_take_the_cluster_back_before_our_writ
             await controller.sync_once()
             ours = watch.cluster
             assert ours is not None
+            await held.arrived(2)
             held.release(until=lambda _e: True)  # the other writer's change: older than ours
             assert watch.cluster == ours
             pair.karmada.accounting.reset()

@@ -307,6 +307,7 @@ async def test_a_late_event_of_an_older_work_costs_no_second_status_write() -> N
         await pair.wait_work("late", lambda w: not statuses(w))
         await pair.idle(pair.work_status)
         assert pair.cp.accounting.counts(resource="works/status") == writes + 1
+        await works.arrived(2)
         # The other writer's event, older than our write, arrives: the cache stays at our
         # write, so nothing is written again.
         works.release(until=lambda _e: True)

@@ -9,7 +9,13 @@ from agent.resources import WORKS
 from agent.sources.recorded import RecordedWorks
 from agent.sources.works import WorkInformer
 from emulator.emulator import run_emulator
-from tests.agent.controllers.harness import EXEC_NS, configmap, karmada_work, kube_client
+from tests.agent.controllers.harness import (
+    EXEC_NS,
+    HeldEvents,
+    configmap,
+    karmada_work,
+    kube_client,
+)
 
 APPLIED = {
     "conditions": [
@@ -51,6 +57,40 @@ async def test_the_report_goes_through_the_listed_works_watch() -> None:
             stored = await karmada.get(WORKS, "w", namespace=EXEC_NS)
             assert stored["status"]["conditions"] == APPLIED["conditions"]
             assert cp.accounting.counts(verb="patch", resource="works/status") == 1
+        finally:
+            await live.stop()
+            await karmada.close()
+
+
+async def test_a_late_event_does_not_take_the_reported_status_back() -> None:
+    """Another writer's change of the Work, made before the report and brought by the watch
+    after the report's answer, must not put the Work back without the reported status: the
+    controllers that start on the watch would write it again."""
+    async with run_emulator("karmada", name="karmada") as cp:
+        karmada = kube_client(cp)
+        await karmada.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EXEC_NS}}
+        )
+        work = await karmada.create(WORKS, karmada_work("w", [configmap("w")]), namespace=EXEC_NS)
+        live = WorkInformer(karmada, EXEC_NS)
+        live.start()
+        try:
+            assert await live.wait_synced(5)
+            held = HeldEvents(live.reflector, lambda _e: True)
+            edited = {**work, "metadata": {**work["metadata"], "labels": {"edited": "yes"}}}
+            await karmada.replace(WORKS, edited)
+            recorded = RecordedWorks(karmada, EXEC_NS, [work])
+            recorded.queued["w"] = APPLIED
+            assert await recorded.report(karmada, into=live) == 1
+            await held.arrived(2)
+            held.release(until=lambda _e: True)  # the other writer's change: older than ours
+            cached = live.get("w")
+            assert cached is not None
+            assert cached.get("status", {}).get("conditions") == APPLIED["conditions"]
+            held.release()
+            stored = await karmada.get(WORKS, "w", namespace=EXEC_NS)
+            latest = live.get("w") or {}
+            assert latest["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
         finally:
             await live.stop()
             await karmada.close()

@@ -33,6 +33,7 @@ async def test_a_late_cluster_event_does_not_keep_a_released_hold_on_the_cluster
         guard._held["held"] = guard._clock.now() + 600.0  # a deletion held after an outage
         await guard._write_condition()
         assert held_status(await pair.karmada.get(CLUSTERS, CLUSTER)) == "True"
+        await events.arrived(2)
         events.release(until=lambda _e: True)  # the other writer's change: older than ours
         guard.release("held")
         assert guard._publisher is not None
