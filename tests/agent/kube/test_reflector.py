@@ -3,12 +3,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import CONFIGMAPS
 from agent.kube.store import drop_managed_fields
+from tests.agent.controllers.harness import HeldEvents
 from tests.agent.kube.wire import Call, Emulated, emulated, status, wait_for
 
 PATH = "/api/v1/namespaces/ns/configmaps"
+MERGE = "application/merge-patch+json"
 
 
 def cm(name: str, data: str = "") -> dict[str, Any]:
@@ -271,3 +275,138 @@ async def test_an_outage_does_not_grow_the_backoff() -> None:
     *outage, after_500 = clock.sleeps
     assert outage[-1] > 2.0, clock.sleeps  # grown while nothing answered
     assert 0.5 <= after_500 <= 1.0, clock.sleeps
+
+
+# --- the answers to our own writes ---------------------------------------------------------------
+
+
+def rv(obj: dict[str, Any] | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("resourceVersion"))
+
+
+async def watched(*names: str) -> tuple[Emulated, Reflector, list[str], asyncio.Task[None]]:
+    """A synced reflector of the ConfigMaps `names`, and the resourceVersions its handlers
+    saw, in order."""
+    api = await with_configmaps(*names)
+    reflector = Reflector(api.client(), CONFIGMAPS, namespace="ns", backoff_initial=0.001)
+    seen: list[str] = []
+    reflector.add_handler(
+        HandlerFuncs(add=lambda o: seen.append(rv(o)), update=lambda _o, n: seen.append(rv(n)))
+    )
+    return api, reflector, seen, await start(reflector)
+
+
+async def test_an_answer_is_cached_and_the_older_events_before_it_are_left_out() -> None:
+    api, reflector, seen, task = await watched("a")
+    client = api.client()
+    try:
+        held = HeldEvents(reflector, lambda _e: True)
+        theirs = await api.admin.patch(f"{PATH}/a", {"data": {"v": "theirs"}}, MERGE)
+        with reflector.writing("ns/a") as write:
+            ours = await client.patch(CONFIGMAPS, "a", {"data": {"w": "ours"}}, namespace="ns")
+            write.answered(ours)
+        assert rv(reflector.store.get("ns/a")) == rv(ours)
+        assert reflector.is_own_write(ours)
+        await held.arrived(2)
+        held.release()
+        # Their change came inside our answer; its own event and our echo are no news.
+        assert seen[1:] == [rv(ours)]
+        assert rv(theirs) not in seen
+        assert reflector.store.get("ns/a") == ours
+        then = await api.admin.patch(f"{PATH}/a", {"data": {"v": "later"}}, MERGE)
+        await wait_for(lambda: rv(reflector.store.get("ns/a")) == rv(then))
+        assert not reflector.is_own_write(reflector.store.get("ns/a") or {})
+    finally:
+        await stop(task)
+
+
+async def test_a_write_that_changed_nothing_waits_for_no_event() -> None:
+    api, reflector, _seen, task = await watched("a")
+    client = api.client()
+    try:
+        before = reflector.store.get("ns/a")
+        with reflector.writing("ns/a") as write:
+            same = await client.patch(CONFIGMAPS, "a", {"data": {"v": ""}}, namespace="ns")
+            write.answered(same)
+        assert rv(same) == rv(before)
+        # The next change by anyone is taken in: nothing is waited for.
+        theirs = await api.admin.patch(f"{PATH}/a", {"data": {"v": "theirs"}}, MERGE)
+        await wait_for(lambda: rv(reflector.store.get("ns/a")) == rv(theirs))
+    finally:
+        await stop(task)
+
+
+async def test_an_answer_the_watch_brought_first_does_not_take_the_cache_back() -> None:
+    api, reflector, seen, task = await watched("a")
+    client = api.client()
+    try:
+        with reflector.writing("ns/a") as write:
+            ours = await client.patch(CONFIGMAPS, "a", {"data": {"v": "ours"}}, namespace="ns")
+            # The answer is slow: the watch brings it, then a later change, first.
+            theirs = await api.admin.patch(f"{PATH}/a", {"data": {"v": "theirs"}}, MERGE)
+            await wait_for(lambda: rv(reflector.store.get("ns/a")) == rv(theirs))
+            write.answered(ours)
+        assert rv(reflector.store.get("ns/a")) == rv(theirs)
+        assert seen[1:] == [rv(ours), rv(theirs)]
+    finally:
+        await stop(task)
+
+
+@pytest.mark.parametrize("newer_first", [True, False])
+async def test_two_writes_of_one_object_answered_in_either_order_never_go_back(
+    newer_first: bool,
+) -> None:
+    api, reflector, seen, task = await watched("a")
+    client = api.client()
+    try:
+        held = HeldEvents(reflector, lambda _e: True)
+        with reflector.writing("ns/a") as first, reflector.writing("ns/a") as second:
+            one = await client.patch(CONFIGMAPS, "a", {"data": {"v": "1"}}, namespace="ns")
+            two = await client.patch(CONFIGMAPS, "a", {"data": {"v": "2"}}, namespace="ns")
+            # Which of two answers is newer cannot be told from their versions: the first
+            # answered is cached, the other left to the watch.
+            if newer_first:
+                second.answered(two)
+                first.answered(one)
+            else:
+                first.answered(one)
+                second.answered(two)
+        await held.arrived(2)
+        held.release()
+        assert seen[1:] == ([rv(two)] if newer_first else [rv(one), rv(two)])
+        assert rv(reflector.store.get("ns/a")) == rv(two)
+    finally:
+        await stop(task)
+
+
+async def test_after_a_relist_the_list_is_the_truth() -> None:
+    api, reflector, _seen, task = await watched("a")
+    client = api.client()
+    try:
+        held = HeldEvents(reflector, lambda _e: True)
+        with reflector.writing("ns/a") as write:
+            ours = await client.patch(CONFIGMAPS, "a", {"data": {"v": "ours"}}, namespace="ns")
+            write.answered(ours)
+        # The watch breaks before it brings our write; the next one waits while the server
+        # changes and compacts, and gets 410: relist.
+        gate = asyncio.Event()
+
+        async def hold_watches(call: Call) -> None:
+            if call.params.get("watch"):
+                await gate.wait()
+
+        api.wire.answers.append(hold_watches)
+        api.server.close()
+        await wait_for(lambda: len(api.wire.watch_calls()) == 2)
+        held.events.clear()  # the broken stream's: never delivered
+        held.release()
+        theirs = await api.admin.patch(f"{PATH}/a", {"data": {"v": "theirs"}}, MERGE)
+        api.server.storage.compact()
+        gate.set()
+        await wait_for(lambda: reflector.lists == 2)
+        assert rv(reflector.store.get("ns/a")) == rv(theirs)
+        # Nothing of our write is waited for any more.
+        later = await api.admin.patch(f"{PATH}/a", {"data": {"v": "later"}}, MERGE)
+        await wait_for(lambda: rv(reflector.store.get("ns/a")) == rv(later))
+    finally:
+        await stop(task)
