@@ -35,6 +35,7 @@ from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
+from agent.kube.tasks import background
 from agent.logs import get_logger
 from agent.timefmt import rfc3339
 
@@ -209,9 +210,7 @@ class EventRecorder:
                 self.dropped += 1
                 log.warning("event dropped: too many event writes in flight", reason=reason)
                 return
-            task = asyncio.get_running_loop().create_task(
-                self._sync(series), name=f"event {series.name}"
-            )
+            task = background(self._sync(series), name=f"event {series.name}")
             series.task = task
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -13,6 +13,7 @@ passwords and Secret data never reach the output.
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import re
 import sys
@@ -203,7 +204,13 @@ def _to_stdlib_call(
 
 
 _STDLIB_KEYWORDS = ("exc_info", "stack_info", "stacklevel")
-_TO_STDLIB: list[Processor] = [structlog.stdlib.filter_by_level, _to_stdlib_call]
+# The context-local fields (a reconcile's work and id) ride in the record with the event's own,
+# so that what reads the records (pytest's caplog) sees them as the output does.
+_TO_STDLIB: list[Processor] = [
+    structlog.stdlib.filter_by_level,
+    structlog.contextvars.merge_contextvars,
+    _to_stdlib_call,
+]
 
 
 def _unpack_fields(_logger: WrappedLogger, _method: str, event_dict: EventDict) -> EventDict:
@@ -305,12 +312,28 @@ def get_logger(name: str, **context: Any) -> structlog.stdlib.BoundLogger:
     return structlog.stdlib.BoundLogger(logging.getLogger(name), _TO_STDLIB, context)
 
 
-# Re-exported for callers binding per-reconcile context (cluster, work, reconcile id).
+# Context-local fields: the app binds the cluster for its whole run, and each reconcile its own
+# fields (agent.kube.controller) for every line logged while it runs, by the modules it calls
+# and by libraries alike: no logger is handed down.
 bind_contextvars = structlog.contextvars.bind_contextvars
 bound_contextvars = structlog.contextvars.bound_contextvars
 clear_contextvars = structlog.contextvars.clear_contextvars
 
+# What a reconcile binds (besides the cluster, which is the agent's): its object and its id.
+RECONCILE_FIELDS = ("work", "reconcile_id")
+
+
+def outside_reconcile() -> contextvars.Context:
+    """A copy of the current context without a reconcile's fields: the context of a task that
+    outlives the reconcile that happens to start it (a connection, a writer), whose lines are
+    not that reconcile's."""
+    context = contextvars.copy_context()
+    context.run(structlog.contextvars.unbind_contextvars, *RECONCILE_FIELDS)
+    return context
+
+
 __all__ = [
+    "RECONCILE_FIELDS",
     "REDACTED",
     "bind_contextvars",
     "bound_contextvars",
@@ -319,6 +342,7 @@ __all__ = [
     "get_logger",
     "is_secret_key",
     "level_for_verbosity",
+    "outside_reconcile",
     "redact",
     "redact_secrets",
     "redact_text",

@@ -51,6 +51,7 @@ class WorkController:
             self.reconcile,
             workers=max(ctx.options.concurrent_work_syncs, 1),
             metrics=metrics,
+            log_context=self._log_context,
         )
         self._unsubscribe: Callable[[], None] | None = None
         self._unsubscribe_config: list[Callable[[], None]] = []
@@ -58,6 +59,9 @@ class WorkController:
 
     async def reconcile(self, name: str) -> Result | None:
         raise NotImplementedError
+
+    def _log_context(self, name: str) -> dict[str, str]:
+        return {"cluster": self.ctx.cluster_name, "work": f"{self.namespace}/{name}"}
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
         raise NotImplementedError

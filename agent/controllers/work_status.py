@@ -23,6 +23,7 @@ from agent.karmada.work import Manifest, belongs_to, is_deleting, manifests_of, 
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
+from agent.kube.tasks import background
 from agent.logs import get_logger
 
 from .manifest_statuses import (
@@ -95,9 +96,7 @@ class WorkStatusController(WorkController):
                 for name in self._awaiting_sync.pop(gvr, set()):
                     self.queue.add(name)
 
-        self._sync_waiters[gvr] = asyncio.get_running_loop().create_task(
-            wait(), name=f"workStatus wait {gvr}"
-        )
+        self._sync_waiters[gvr] = background(wait(), name=f"workStatus wait {gvr}")
 
     # --- reconcile -----------------------------------------------------------------------------
 
@@ -107,7 +106,6 @@ class WorkStatusController(WorkController):
             return None
         if awaits_first_report(work):
             return None
-        wlog = self.log.bind(work=f"{self.namespace}/{name}")
         previous = by_ordinal(status_of(work).get("manifestStatuses"))
         entries: list[JsonDict] = []
         problems: list[str] = []
@@ -144,7 +142,7 @@ class WorkStatusController(WorkController):
             written = await self.statuses.write(self.works, work, fitted)
             self.statuses.record_written(work, status_of(written), health_problems)
         if problems:
-            wlog.info("status of some manifests not collected", problems=problems)
+            self.log.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))
         return None
 

@@ -4,19 +4,24 @@ Level-based, as controller-runtime: success forgets the key's failure history (a
 after `Result.requeue_after` if asked), an exception requeues it rate-limited, `TerminalError`
 drops it. No exception ever ends a worker. `stop()` stops taking keys and waits, within a bound,
 for the reconciles in flight.
+
+Each reconcile runs with its log fields bound in the context (structlog's contextvars): a
+reconcile id, and what `log_context` says of the key (a Work's name), so that every line logged
+while it runs, by whatever module, carries them (agent.logs).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Hashable
+import uuid
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from agent.kube.errors import KubeError
 from agent.kube.workqueue import QueueShutDownError, WorkQueue
-from agent.logs import get_logger
+from agent.logs import bound_contextvars, get_logger
 
 log = get_logger(__name__)
 
@@ -54,6 +59,8 @@ class ControllerMetrics(Protocol):
 
 
 Reconcile = Callable[[T], Awaitable[Result | None]]
+# The log fields of a reconcile of the key (agent.logs.RECONCILE_FIELDS).
+LogContext = Callable[[T], Mapping[str, object]]
 
 
 class Controller(Generic[T]):
@@ -65,6 +72,7 @@ class Controller(Generic[T]):
         *,
         workers: int = 1,
         metrics: ControllerMetrics | None = None,
+        log_context: LogContext[T] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
@@ -73,6 +81,7 @@ class Controller(Generic[T]):
         self._reconcile = reconcile
         self.workers = workers
         self._metrics = metrics
+        self._log_context = log_context
         self._tasks: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
 
@@ -134,6 +143,11 @@ class Controller(Generic[T]):
                 self.queue.done(key)
 
     async def _process(self, key: T) -> None:
+        fields = self._log_context(key) if self._log_context is not None else {}
+        with bound_contextvars(reconcile_id=str(uuid.uuid4()), **fields):
+            await self._reconcile_logged(key)
+
+    async def _reconcile_logged(self, key: T) -> None:
         started = time.monotonic()
         outcome = "success"
         if self._metrics is not None:

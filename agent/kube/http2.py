@@ -53,6 +53,8 @@ import h2.events
 import h2.exceptions
 import h2.settings
 
+from agent.kube.tasks import background
+
 STREAM_WINDOW = 4 * 1024 * 1024
 CONNECTION_WINDOW = 1024 * 1024 * 1024
 # What h2 accepts anyway (hpack's limit), told to the server.
@@ -249,7 +251,7 @@ class _Connection(asyncio.Protocol):
         self.flush()
         if self.settings.keepalive_interval is not None:
             self._last_frame = time.monotonic()
-            self._keepalive = self.loop.create_task(
+            self._keepalive = background(
                 self._keep_alive(self.settings.keepalive_interval, self.settings.keepalive_timeout)
             )
 
@@ -633,7 +635,7 @@ class Http2Client:
         if conn is not None and conn.unusable is None:
             return conn
         if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._connect())
+            self._connecting = background(self._connect())
         connecting = self._connecting
         try:
             return await asyncio.shield(connecting)

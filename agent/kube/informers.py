@@ -22,7 +22,7 @@ from typing import Any
 from agent.kube.client import GVR, KubeClient
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.store import drop_managed_fields, writers_only
-from agent.kube.tasks import cancel_and_wait
+from agent.kube.tasks import background, cancel_and_wait
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -79,9 +79,7 @@ class WatchedReflector:
     def start(self) -> None:
         self._users += 1
         if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(
-                self.reflector.run(), name=self.reflector.name
-            )
+            self._task = background(self.reflector.run(), name=self.reflector.name)
 
     @property
     def synced(self) -> bool:
@@ -169,10 +167,7 @@ class SelectedObjects:
             )
         )
         self._reflectors[gvr] = reflector
-        loop = asyncio.get_running_loop()
-        self._tasks[gvr] = [
-            loop.create_task(reflector.run(), name=f"watch {self.description} {gvr}")
-        ]
+        self._tasks[gvr] = [background(reflector.run(), name=f"watch {self.description} {gvr}")]
         if self.others_selector is not None:
             others = Reflector(
                 self.client,
@@ -184,7 +179,7 @@ class SelectedObjects:
             )
             self._others[gvr] = others
             self._tasks[gvr].append(
-                loop.create_task(others.run(), name=f"watch {self.description} {gvr} names")
+                background(others.run(), name=f"watch {self.description} {gvr} names")
             )
         log.info(f"watching {self.description}", resource=str(gvr), selector=self.label_selector)
 

@@ -37,6 +37,7 @@ from agent.kube.errors import TransportError, WatchTimeoutError, from_response
 from agent.kube.http2 import Answer, ConnectionFailedError, Http2Client, NotHttp2Error
 from agent.kube.ratelimit import TokenBucket
 from agent.kube.reachability import Reachability
+from agent.kube.tasks import background
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -550,7 +551,7 @@ class _Connections:
             return
         self.retired.add(old)
         if drain_timeout is not None:
-            task = asyncio.create_task(self._close_after(old, drain_timeout))
+            task = background(self._close_after(old, drain_timeout))
             self.background.add(task)
             task.add_done_callback(self.background.discard)
 

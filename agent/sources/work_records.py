@@ -51,6 +51,7 @@ from typing import Any
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
+from agent.kube.tasks import background
 from agent.logs import get_logger
 
 log = get_logger(__name__)
@@ -388,9 +389,7 @@ class WorkRecords:
 
     def _ensure_flusher(self) -> None:
         if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.get_running_loop().create_task(
-                self._flush_loop(), name="work-records"
-            )
+            self._flusher = background(self._flush_loop(), name="work-records")
 
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -573,9 +572,9 @@ def _settle(outcome: asyncio.Future[None] | None, error: KubeError | None) -> No
         outcome.exception()  # retrieved: the waiters may have gone
 
 
-async def save_quietly(records: WorkRecords, work: JsonDict, wlog: Any) -> None:
+async def save_quietly(records: WorkRecords, work: JsonDict) -> None:
     """Record the Work; a failure is logged (the next apply tries again), never raised."""
     try:
         await records.save(work)
     except KubeError as exc:
-        wlog.warning("Work record not written", error=str(exc))
+        log.warning("Work record not written", error=str(exc))

@@ -35,11 +35,14 @@ from agent.karmada.work import (
 from agent.kube.client import GVR
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
 from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundError
+from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
 from .drift import ObjectKey, OwnWrites, Recorded
 from .ownership import OtherWorkError, Ownership, OwnershipError
 from .template_events import TemplateEvents
+
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 
@@ -106,17 +109,15 @@ class Applier:
         ownership: Ownership,
         statuses: ManifestStatuses,
         contention: Contention,
-        log: Any,
     ) -> None:
         self.ctx = ctx
         self.writes = writes
         self.ownership = ownership
         self.statuses = statuses
         self.contention = contention
-        self.log = log
-        self.template_events = TemplateEvents(ctx.events, ctx.cluster_name, log)
+        self.template_events = TemplateEvents(ctx.events, ctx.cluster_name)
 
-    async def apply_all(self, work: JsonDict, wlog: Any) -> Outcome:
+    async def apply_all(self, work: JsonDict) -> Outcome:
         name = str((work.get("metadata") or {}).get("name"))
         items = manifests_of(work)
         outcome = Outcome(total=len(items))
@@ -193,7 +194,7 @@ class Applier:
                 outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
                 outcome.retryable = True
             except Exception as exc:
-                wlog.exception("unexpected error applying manifest", manifest=manifest.ordinal)
+                log.exception("unexpected error applying manifest", manifest=manifest.ordinal)
                 outcome.errors.append((manifest.ordinal, f"{manifest.label}: {exc}"))
                 outcome.retryable = True
             finally:
@@ -310,7 +311,7 @@ class Applier:
             histogram = self.ctx.metrics.work_sync_workload_duration
             histogram.labels(result=result).observe(seconds)
         except Exception:
-            self.log.debug("work sync metric not recorded", exc_info=True)
+            log.debug("work sync metric not recorded", exc_info=True)
 
 
 def _namespace_for(manifest: Manifest, info: ResourceInfo) -> str:

@@ -64,10 +64,8 @@ class ExecutionController(WorkController):
         self.contention = Contention(metrics=ctx.metrics)
         # Works applied whose status write failed: (uid, generation, outcome) by name.
         self._unreported: dict[str, tuple[object, object, Outcome]] = {}
-        self.applier = Applier(
-            ctx, self.writes, self.ownership, self.statuses, self.contention, self.log
-        )
-        self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget, self.log)
+        self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
+        self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
         self._unsubscribe_ready: Callable[[], None] | None = None
 
@@ -143,13 +141,12 @@ class ExecutionController(WorkController):
 
     async def reconcile(self, name: str) -> Result | None:
         work = self.works.get(name)
-        wlog = self.log.bind(work=f"{self.namespace}/{name}")
         if work is None:
             self._forget(name)
-            await self.deletion.drop_record(name, wlog)
+            await self.deletion.drop_record(name)
             return None
         if is_deleting(work):
-            return await self.deletion.reconcile(work, wlog)
+            return await self.deletion.reconcile(work)
 
         conds = copy_conditions(work)
         changed = False
@@ -163,20 +160,20 @@ class ExecutionController(WorkController):
             if changed:
                 work = await self._write_status(work, {"conditions": conds})
             # Recorded too: an agent serving the record must not apply a suspended Work.
-            await save_quietly(self.records, work, wlog)
+            await save_quietly(self.records, work)
             return None
         if not self.cluster.ready:
             # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
-            wlog.info("member cluster is not Ready; Work waits")
+            self.log.info("member cluster is not Ready; Work waits")
             if changed:
                 await self._write_status(work, {"conditions": conds})
             return None
 
         outcome = self._unreported_outcome(work)
         if outcome is None:
-            outcome = await self.applier.apply_all(work, wlog)
+            outcome = await self.applier.apply_all(work)
         else:
-            wlog.info("status write retried; the member is not written again")
+            self.log.info("status write retried; the member is not written again")
         ok = not outcome.errors
         message = applied_message(outcome.succeeded, outcome.total, outcome.messages())
         applied = conditions.new_condition(
@@ -205,7 +202,7 @@ class ExecutionController(WorkController):
             if first:
                 self.statuses.record_written(before, status_of(work), outcome.health_problems)
         if outcome.applied:
-            await save_quietly(self.records, work, wlog)
+            await save_quietly(self.records, work)
         if ok:
             self.ctx.events.record(
                 work,
@@ -234,7 +231,7 @@ class ExecutionController(WorkController):
             f"Failed to sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}), "
             f"err: {aggregate}",
         )
-        wlog.warning("work not fully applied", errors=outcome.messages())
+        self.log.warning("work not fully applied", errors=outcome.messages())
         if outcome.retryable:
             raise WorkSyncError(failure)
         # Only malformed manifests failed: retrying cannot help until the Work changes, and a

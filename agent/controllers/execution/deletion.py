@@ -44,12 +44,15 @@ from agent.kube.controller import Result, RetryableError
 from agent.kube.discovery import NoKindMatchError
 from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES
+from agent.logs import bound_contextvars, get_logger
 from agent.resources import WORKS
 from agent.sources.cluster import ClusterWatch
 from agent.sources.works import WorkInformer
 
 from .deletion_guard import DeletionGuard
 from .drift import ObjectKey, OwnWrites
+
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 # (manifest, resource, namespace, live object) of a member object of the Work.
@@ -87,7 +90,6 @@ class Deletion:
         cluster: ClusterWatch,
         writes: OwnWrites,
         forget: Callable[[str], None],
-        log: Any,
     ) -> None:
         self.ctx = ctx
         self.works = works
@@ -95,7 +97,6 @@ class Deletion:
         self.cluster = cluster
         self.writes = writes
         self.forget = forget
-        self.log = log
         self.records = ctx.sources.records
         self.guard = DeletionGuard(ctx, works, cluster)
         options = ctx.options
@@ -107,7 +108,7 @@ class Deletion:
         # Works whose finalizer this process removes (or is removing): their deletion is ours.
         self._finalized: set[str] = set()
 
-    async def reconcile(self, work: JsonDict, wlog: Any) -> Result | None:
+    async def reconcile(self, work: JsonDict) -> Result | None:
         """Clean up after a Work being deleted."""
         name = _name(work)
         if names.EXECUTION_CONTROLLER_FINALIZER not in (
@@ -119,14 +120,14 @@ class Deletion:
             self.forget(name)
             return None
         if preserves_resources(work):
-            await self._release_objects(work, wlog)
+            await self._release_objects(work)
         elif self.cluster.ready:
             wait = await self.guard.hold(work)
             if wait is not None:
                 return Result(requeue_after=wait)
-            await self._delete_objects(work, wlog)
+            await self._delete_objects(work)
         elif self.cluster.terminating:
-            wlog.info("cluster is being removed and not Ready; member objects left as they are")
+            log.info("cluster is being removed and not Ready; member objects left as they are")
         else:
             raise ClusterNotReadyError(
                 f"cluster {self.ctx.cluster_name} is not Ready; deletion of Work "
@@ -134,19 +135,19 @@ class Deletion:
             )
         self._finalized.add(name)
         try:
-            await self._remove_finalizer(work, wlog)
+            await self._remove_finalizer(work)
         except BaseException:
             self._finalized.discard(name)
             raise
         self.forget(name)
-        await self.drop_record(name, wlog)
+        await self.drop_record(name)
         return None
 
-    async def drop_record(self, name: str, wlog: Any) -> None:
+    async def drop_record(self, name: str) -> None:
         try:
             await self.records.delete(name)
         except KubeError as exc:
-            wlog.warning("Work record not deleted", error=str(exc))
+            log.warning("Work record not deleted", error=str(exc))
 
     # --- Works deleted without our cleanup ------------------------------------------------------
 
@@ -167,22 +168,22 @@ class Deletion:
         try:
             recorded = await self.records.load()
         except KubeError as exc:
-            self.log.warning("cannot read the Work records on the member", error=str(exc))
+            log.warning("cannot read the Work records on the member", error=str(exc))
             return
         present = set(self.works.names())
         for work in recorded:
             name = _name(work)
             if name in present:
                 continue
-            wlog = self.log.bind(work=f"{self.namespace}/{name}")
-            try:
-                left = await self._owned_objects(work, wlog)
-            except KubeError as exc:
-                wlog.warning("cannot check the objects of a vanished Work", error=str(exc))
-                continue
-            if left:
-                self.report_orphaned(work, sorted((gvr, ns, m.name) for m, gvr, ns, _ in left))
-            await self.drop_record(name, wlog)
+            with bound_contextvars(work=f"{self.namespace}/{name}"):
+                try:
+                    left = await self._owned_objects(work)
+                except KubeError as exc:
+                    log.warning("cannot check the objects of a vanished Work", error=str(exc))
+                    continue
+                if left:
+                    self.report_orphaned(work, sorted((gvr, ns, m.name) for m, gvr, ns, _ in left))
+                await self.drop_record(name)
 
     def report_orphaned(self, work: JsonDict, objects: list[ObjectKey]) -> None:
         described = ", ".join(
@@ -195,14 +196,14 @@ class Deletion:
             f"else); its objects are left in the member cluster with Karmada's labels: "
             f"{described or 'none known to this agent'}"
         )
-        self.log.warning("Work deleted without cleanup; member objects orphaned", objects=described)
+        log.warning("Work deleted without cleanup; member objects orphaned", objects=described)
         self.ctx.events.record(work, "Warning", EVENT_WORK_ORPHANED, message)
         with contextlib.suppress(AttributeError):
             self.ctx.metrics.works_orphaned.inc()
 
     # --- the member objects and the finalizer ----------------------------------------------------
 
-    async def _owned_objects(self, work: JsonDict, wlog: Any) -> list[Owned]:
+    async def _owned_objects(self, work: JsonDict) -> list[Owned]:
         """(manifest, resource, namespace, live object) for each manifest whose member object
         exists, is Karmada's, and points back at this Work."""
         meta = work.get("metadata") or {}
@@ -223,7 +224,7 @@ class Deletion:
             if live is None:
                 continue
             if not is_managed(live) or not belongs_to(live, work_namespace, work_name):
-                wlog.info("member object is not this Work's; left alone", object=item.description)
+                log.info("member object is not this Work's; left alone", object=item.description)
                 continue
             found.append((item, info.gvr, namespace, live))
         return found
@@ -247,13 +248,13 @@ class Deletion:
             return None  # not there, or not Karmada's: nothing to delete either way
         return await self.ctx.member.get(gvr, name, namespace=namespace or None)
 
-    async def _delete_objects(self, work: JsonDict, wlog: Any) -> None:
+    async def _delete_objects(self, work: JsonDict) -> None:
         failures: list[str] = []
-        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
+        for manifest, gvr, namespace, live in await self._owned_objects(work):
             kept = self._kept(gvr, manifest, live)
             try:
                 if kept is not None:
-                    await self._release(gvr, manifest, namespace, live, wlog, why=kept)
+                    await self._release(gvr, manifest, namespace, live, why=kept)
                     continue
                 uid = str((live.get("metadata") or {}).get("uid") or "")
                 await self.ctx.member.delete(
@@ -263,13 +264,13 @@ class Deletion:
                     propagation_policy="Background",
                     preconditions={"uid": uid} if uid else None,
                 )
-                wlog.info("deleted member object", object=manifest.description)
+                log.info("deleted member object", object=manifest.description)
             except NotFoundError:
                 pass
             except KubeError as exc:
                 failures.append(f"{manifest.description}: {exc}")
         if failures:
-            await self._report_failures(work, failures, wlog)
+            await self._report_failures(work, failures)
 
     def _kept(self, gvr: GVR, manifest: Manifest, live: JsonDict) -> str | None:
         """Why the object is released rather than deleted with its Work; None: deleted."""
@@ -279,7 +280,7 @@ class Deletion:
             return "it existed before the Work adopted it (overwrite)"
         return None
 
-    async def _report_failures(self, work: JsonDict, failures: list[str], wlog: Any) -> None:
+    async def _report_failures(self, work: JsonDict, failures: list[str]) -> None:
         """The member refused (or failed) some deletions: the Work says so (Deleted=False, a
         Warning Event), and the deletion is retried with backoff, the finalizer kept."""
         message = (
@@ -287,7 +288,7 @@ class Deletion:
             f"finalizer {names.EXECUTION_CONTROLLER_FINALIZER} kept meanwhile: "
             + "; ".join(failures)
         )
-        wlog.warning("member objects not deleted", failures=failures)
+        log.warning("member objects not deleted", failures=failures)
         self.ctx.events.record(work, "Warning", EVENT_CLEANUP_WORK_FAILED, message)
         conditions = copy_conditions(work)
         condition = new_condition(CONDITION_DELETED, "False", REASON_DELETION_FAILED, message)
@@ -295,12 +296,12 @@ class Deletion:
             try:
                 await self.works.patch_status(work, {"conditions": conditions}, precondition=True)
             except KubeError as exc:
-                wlog.info("Deleted condition not written", error=str(exc))
+                log.info("Deleted condition not written", error=str(exc))
         raise DeletionFailedError(f"Work {self.namespace}/{_name(work)}: {message}")
 
-    async def _release_objects(self, work: JsonDict, wlog: Any) -> None:
-        for manifest, gvr, namespace, live in await self._owned_objects(work, wlog):
-            await self._release(gvr, manifest, namespace, live, wlog)
+    async def _release_objects(self, work: JsonDict) -> None:
+        for manifest, gvr, namespace, live in await self._owned_objects(work):
+            await self._release(gvr, manifest, namespace, live)
 
     async def _release(
         self,
@@ -308,7 +309,6 @@ class Deletion:
         manifest: Manifest,
         namespace: str,
         live: JsonDict,
-        wlog: Any,
         *,
         why: str = "preserveResourcesOnDeletion",
     ) -> None:
@@ -319,11 +319,11 @@ class Deletion:
             await self.ctx.member.patch(
                 gvr, manifest.name, patch, patch_type="merge", namespace=namespace or None
             )
-            wlog.info("released member object", object=manifest.description, why=why)
+            log.info("released member object", object=manifest.description, why=why)
         except NotFoundError:
             pass
 
-    async def _remove_finalizer(self, work: JsonDict, wlog: Any) -> None:
+    async def _remove_finalizer(self, work: JsonDict) -> None:
         """Update the Work without our finalizer; on a conflict read it again and retry.
         (The agent's RBAC allows update on works, not patch.)"""
         current = work
@@ -339,7 +339,7 @@ class Deletion:
             body.pop("status", None)
             try:
                 await self.ctx.karmada.replace(WORKS, body, namespace=self.namespace)
-                wlog.info("removed finalizer", finalizer=names.EXECUTION_CONTROLLER_FINALIZER)
+                log.info("removed finalizer", finalizer=names.EXECUTION_CONTROLLER_FINALIZER)
                 return
             except NotFoundError:
                 return

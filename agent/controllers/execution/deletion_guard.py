@@ -29,6 +29,7 @@ from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.controller import RetryableError
 from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
 from agent.kube.resources import LEASES
+from agent.kube.tasks import background
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
 from agent.sources.cluster import ClusterWatch
@@ -220,9 +221,7 @@ class DeletionGuard:
     def _publish(self) -> None:
         self._dirty = True
         if self._publisher is None or self._publisher.done():
-            self._publisher = asyncio.get_running_loop().create_task(
-                self._publish_loop(), name="work-deletion-held condition"
-            )
+            self._publisher = background(self._publish_loop(), name="work-deletion-held condition")
 
     async def _publish_loop(self) -> None:
         delay = 1.0

@@ -16,6 +16,9 @@ from typing import Any
 from agent.events import EventRecorder
 from agent.karmada import names
 from agent.karmada.work import Manifest
+from agent.logs import get_logger
+
+log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 
@@ -38,10 +41,9 @@ def template_reference(manifest: JsonDict) -> JsonDict | None:
 
 
 class TemplateEvents:
-    def __init__(self, events: EventRecorder, cluster: str, log: Any) -> None:
+    def __init__(self, events: EventRecorder, cluster: str) -> None:
         self.events = events
         self.cluster = cluster
-        self.log = log
 
     def succeeded(self, manifest: Manifest) -> None:
         self._record(
@@ -65,7 +67,7 @@ class TemplateEvents:
     def _record(self, manifest: Manifest, type_: Any, reason: str, message: str) -> None:
         reference = template_reference(manifest.obj)
         if reference is None:
-            self.log.info(
+            log.info(
                 "no Event on the resource template: the manifest names no template uid",
                 manifest=manifest.label,
                 reason=reason,
