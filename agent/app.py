@@ -34,7 +34,7 @@ from agent.connections import (
     load_karmada_config,
     load_member_config,
 )
-from agent.context import AgentContext, Runnable
+from agent.context import AgentContext
 from agent.controllers.manager import ControllerManager
 from agent.events import EventRecorder
 from agent.karmada.names import EVENT_SOURCES, leader_election_id
@@ -205,10 +205,10 @@ class Agent:
         if self.tunnel is not None:
             await self.tunnel.start()
 
-        ctx, shared = self._context()
+        ctx = self._context()
         if self.options.leader_elect:
-            return await self._run_with_leader_election(ctx, shared)
-        self.manager = ControllerManager(ctx, shared=shared, stop_timeout=self.shutdown_timeout)
+            return await self._run_with_leader_election(ctx)
+        self.manager = ControllerManager(ctx, stop_timeout=self.shutdown_timeout)
         await self.manager.start()
         await self._release_early_works()
         self.leading.set()
@@ -354,7 +354,7 @@ class Agent:
             sources=sources,
         )
 
-    def _context(self) -> tuple[AgentContext, list[Runnable]]:
+    def _context(self) -> AgentContext:
         """The context of a registered agent: the control plane's watches, built once here and
         shared by every leadership term."""
         assert self.karmada is not None
@@ -363,11 +363,11 @@ class Agent:
             live_sources(self.karmada, self.member, self.options, works=self._early_works)
         )
         self.events = ctx.events
-        return ctx, list(ctx.sources.shared)
+        return ctx
 
     # --- leader election -----------------------------------------------------------------------
 
-    async def _run_with_leader_election(self, ctx: AgentContext, shared: list[Runnable]) -> int:
+    async def _run_with_leader_election(self, ctx: AgentContext) -> int:
         assert self.karmada is not None
         assert self.member is not None
         o = self.options
@@ -392,7 +392,7 @@ class Agent:
             self.elector = LeaderElector(
                 client,
                 config,
-                on_started_leading=lambda: self._lead(ctx, shared),
+                on_started_leading=lambda: self._lead(ctx),
                 on_new_leader=lambda holder: self.log.info("leader observed", leader=holder),
                 metrics=leader_metrics,
             )
@@ -489,9 +489,9 @@ class Agent:
         await asyncio.sleep(seconds)
         return True
 
-    async def _lead(self, ctx: AgentContext, shared: list[Runnable]) -> None:
+    async def _lead(self, ctx: AgentContext) -> None:
         self.log.info("became leader; starting controllers")
-        manager = ControllerManager(ctx, shared=shared, stop_timeout=self.shutdown_timeout)
+        manager = ControllerManager(ctx, stop_timeout=self.shutdown_timeout)
         self.manager = manager
         self.leading.set()
         try:

@@ -69,9 +69,7 @@ class OfflineServing:
         self.works = works
         self.live_works = live_works
         enabled = [name for name in OFFLINE_CONTROLLERS if ctx.options.controller_enabled(name)]
-        self.manager = ControllerManager(
-            ctx, builders=load_builders(enabled).builders, shared=ctx.sources.shared
-        )
+        self.manager = ControllerManager(ctx, builders=load_builders(enabled).builders)
 
     async def start(self) -> None:
         await self.manager.start()

@@ -32,6 +32,7 @@ from .manifest_statuses import (
     entries_changed,
     handed_over,
 )
+from .watches import Watches
 from .work_controller import WorkController
 
 log = get_logger(__name__)
@@ -57,6 +58,15 @@ class WorkStatusController(WorkController):
         # Works that met a member type whose cache was not synced yet, per type.
         self._awaiting_sync: dict[GVR, set[str]] = {}
         self._sync_waiters: dict[GVR, asyncio.Task[None]] = {}
+        sources = ctx.sources
+        self.watches = (
+            Watches()
+            .for_works(self.works, self._work_handler())
+            # Every change of a member object sends its Work here.
+            .member_objects_of_works(*self._member_objects(), self._member_event)
+            .interpreter_config(sources.interpreter_config, on_change=self._enqueue_every_work)
+            .uses(sources.interpreter)
+        )
 
     def _stop_tasks(self) -> list[asyncio.Task[None]]:
         tasks = list(self._sync_waiters.values())
@@ -152,7 +162,6 @@ class WorkStatusController(WorkController):
         info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
         namespace = manifest.namespace if info.namespaced else ""
         gvr = info.gvr
-        self.ctx.sources.member_objects.ensure(gvr, info.kind)
         objects = self.ctx.sources.member_objects
         live, synced = objects.get(gvr, namespace, manifest.name)
         if not synced:

@@ -10,6 +10,7 @@ periodic discovery of an unchanged server costs two empty answers.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,6 +207,7 @@ class RESTMapper:
         self._lock = asyncio.Lock()
         self._last_refresh = float("-inf")
         self._min_refresh_interval = min_refresh_interval
+        self._refresh_listeners: list[Callable[[], None]] = []
         self.refreshes = 0
 
     async def refresh(self) -> DiscoveryResult:
@@ -220,7 +222,20 @@ class RESTMapper:
         self._loaded = True
         self._last_refresh = asyncio.get_running_loop().time()
         self.refreshes += 1
+        for listener in list(self._refresh_listeners):
+            listener()
         return result
+
+    def on_refresh(self, listener: Callable[[], None]) -> Callable[[], None]:
+        """Call `listener` after every refresh of discovery (kinds may have come); returns
+        the function that removes it."""
+        self._refresh_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._refresh_listeners:
+                self._refresh_listeners.remove(listener)
+
+        return remove
 
     def invalidate(self) -> None:
         self._loaded = False

@@ -4,7 +4,9 @@
 stopped with the last). `SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
 that match a label selector, and beside it a second one of the complement keeping only
 names, so "does some other object exist under this name?" is answered from memory
-(`known_absent`). Until both have synced, callers do a live GET. Subscribers hear every change
+(`known_absent`). Until both have synced, callers do a live GET. The watches of a type are
+started by `ensure`, from whatever follows the types in use (agent.sources.work_kinds), never
+by a read: a reader waits, within a bound, for them to be started and synced. Subscribers hear every change
 of every watched type. An object one of our writes returned is known to exist before its watch
 event arrives (`wrote`, `lags_behind`): a synced cache that lacks it is behind, not right.
 
@@ -129,6 +131,8 @@ class SelectedObjects:
         self._unseen: dict[GVR, dict[tuple[str | None, str], int]] = {}
         # Types a `wait_known` waited for in vain.
         self._not_known_in_time: set[GVR] = set()
+        # Types waited for whose watches have not been started yet.
+        self._started: dict[GVR, asyncio.Event] = {}
 
     # --- lifecycle -----------------------------------------------------------------------------
 
@@ -143,6 +147,9 @@ class SelectedObjects:
         self._others.clear()
         self._unseen.clear()
         self._not_known_in_time.clear()
+        for started in self._started.values():
+            started.set()  # (a waiter finds the type unwatched)
+        self._started.clear()
 
     # --- watches -------------------------------------------------------------------------------
 
@@ -181,6 +188,9 @@ class SelectedObjects:
             self._tasks[gvr].append(
                 background(others.run(), name=f"watch {self.description} {gvr} names")
             )
+        started = self._started.pop(gvr, None)
+        if started is not None:
+            started.set()
         log.info(f"watching {self.description}", resource=str(gvr), selector=self.label_selector)
 
     @property
@@ -191,13 +201,27 @@ class SelectedObjects:
         reflector = self._reflectors.get(gvr)
         return reflector is not None and reflector.has_synced
 
+    async def _wait_started(self, gvr: GVR, timeout: float) -> bool:
+        """Wait at most `timeout` seconds until the watches of `gvr` are started."""
+        if gvr not in self._reflectors:
+            started = self._started.setdefault(gvr, asyncio.Event())
+            try:
+                async with asyncio.timeout(timeout):
+                    await started.wait()
+            except TimeoutError:
+                return False
+        return gvr in self._reflectors
+
     async def wait_synced(self, gvr: GVR, timeout: float | None = None) -> bool:
-        """Wait for the first list of `gvr` (starting its watch if needed), at most `timeout`
-        seconds (default: `sync_timeout`)."""
-        self.ensure(gvr)
+        """Wait for the first list of `gvr` (its watch started meanwhile if need be), at most
+        `timeout` seconds (default: `sync_timeout`)."""
         if timeout is None:
             timeout = self.sync_timeout
-        return await self._reflectors[gvr].wait_synced(timeout)
+        deadline = asyncio.get_running_loop().time() + timeout
+        if not await self._wait_started(gvr, timeout):
+            return False
+        remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+        return await self._reflectors[gvr].wait_synced(remaining)
 
     def known(self, gvr: GVR) -> bool:
         """Both caches of `gvr` have synced: `get` and `known_absent` answer for every name."""
@@ -209,18 +233,21 @@ class SelectedObjects:
         )
 
     async def wait_known(self, gvr: GVR, timeout: float) -> bool:
-        """Wait at most `timeout` seconds until `known(gvr)`, starting its watches if needed.
-        Once a wait for `gvr` has run out, later calls do not wait until it is known (a type
+        """Wait at most `timeout` seconds until `known(gvr)` (its watches started meanwhile if
+        need be). Once a wait for `gvr` has run out, later calls do not wait until it is known (a type
         the watches cannot sync, for RBAC or size, holds up no one again)."""
         if self.known(gvr):
             return True
-        self.ensure(gvr)
         if gvr in self._not_known_in_time:
             return False
-        waits = [self._reflectors[gvr].wait_synced(timeout)]
-        if gvr in self._others:
-            waits.append(self._others[gvr].wait_synced(timeout))
-        known = all(await asyncio.gather(*waits))
+        deadline = asyncio.get_running_loop().time() + timeout
+        known = await self._wait_started(gvr, timeout)
+        if known:
+            remaining = max(0.0, deadline - asyncio.get_running_loop().time())
+            waits = [self._reflectors[gvr].wait_synced(remaining)]
+            if gvr in self._others:
+                waits.append(self._others[gvr].wait_synced(remaining))
+            known = all(await asyncio.gather(*waits))
         if not known:
             self._not_known_in_time.add(gvr)
         return known

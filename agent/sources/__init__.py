@@ -1,7 +1,8 @@
 """The sources layer: what the controllers read, built once by the app and handed to them.
 
-Every watch here is shared: one list+watch per agent, however many controllers read it. The
-app builds the `Sources` for the mode it runs in: `live_sources` (the control plane's watches)
+Every watch here is shared: one list+watch per agent, however many controllers read it (each
+controller declares what it reads, agent.controllers.watches, and the controller manager starts
+each source once). The app builds the `Sources` for the mode it runs in: `live_sources` (the control plane's watches)
 once registered, `offline_sources` (the durable record of the Works, agent.sources.recorded)
 while the control plane cannot be reached. The controllers see the same interfaces either way.
 """
@@ -43,13 +44,6 @@ class Sources:
     # interpreter; and the interpreter the controllers ask, its webhook calls included.
     interpreter_config: tuple[ConfigWatch, ...]
     interpreter: AgentInterpreter
-
-    @property
-    def shared(self) -> tuple[MemberObjects, AgentInterpreter, WorkRecords]:
-        """Started before the controllers and stopped after them (the records' stop writes
-        what is queued). Every other source is started and stopped by each controller that
-        reads it (it runs while any of them does)."""
-        return self.member_objects, self.interpreter, self.records
 
 
 def live_sources(

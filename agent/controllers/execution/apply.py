@@ -236,7 +236,6 @@ class Applier:
         info = await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
         namespace = _namespace_for(manifest, info)
         gvr = info.gvr
-        self.ctx.sources.member_objects.ensure(gvr, info.kind)
         key: ObjectKey = (gvr, namespace, manifest.name)
         meta = work.get("metadata") or {}
         work_name, generation = str(meta.get("name")), meta.get("generation")
@@ -292,8 +291,9 @@ class Applier:
         """The member object: from the cache of Karmada's objects; None without a request when
         the caches know no object of that name; else a live GET (an object without
         `karmada.io/managed=true` is known by name only). The first objects of a kind wait
-        for its caches, whose watches are under way, rather than read with a GET each; not
-        for long, should the member be large."""
+        for its caches, whose watches are under way (agent.sources.work_kinds starts them as
+        the Works name the kind), rather than read with a GET each; not for long, should the
+        member be large."""
         objects = self.ctx.sources.member_objects
         await objects.wait_known(gvr, FIRST_SYNC_WAIT_SECONDS)
         cached, _ = objects.get(gvr, namespace, name)

@@ -17,11 +17,11 @@ were refused for it (ownership.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.manifest_statuses import ManifestStatuses
+from agent.controllers.watches import Watches
 from agent.controllers.work_controller import WorkController
 from agent.karmada import conditions, names
 from agent.karmada.status import copy_conditions, status_of
@@ -67,34 +67,31 @@ class ExecutionController(WorkController):
         self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
-        self._unsubscribe_ready: Callable[[], None] | None = None
+        sources = ctx.sources
+        self.watches = (
+            Watches()
+            # A deleted Work is reconciled too: its bookkeeping is forgotten.
+            .for_works(
+                self.works,
+                HandlerFuncs(add=self._new_work, update=self._work_updated, delete=self._work_gone),
+            )
+            # Reconciles read the Cluster's readiness from its cache; turning Ready, every Work
+            # is applied again.
+            .cluster(self.cluster, on_ready=self._enqueue_every_work)
+            # A change of a member object made by someone else (drift.py, ownership.py).
+            .member_objects_of_works(*self._member_objects(), self._member_event)
+            .interpreter_config(sources.interpreter_config, on_change=self._enqueue_every_work)
+            .uses(sources.interpreter, sources.records)
+        )
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    def _watched(self) -> list[Any]:
-        # Reconciles read the Cluster's readiness from its cache too.
-        return [self.works, self.cluster]
-
-    def _work_handler(self) -> HandlerFuncs:
-        # A deleted Work is reconciled too: its bookkeeping is forgotten.
-        return HandlerFuncs(add=self._new_work, update=self._work_updated, delete=self._work_gone)
-
-    async def start(self) -> None:
-        self._unsubscribe_ready = self.cluster.on_ready(self._enqueue_every_work)
-        await super().start()
-
-    async def _start_workers(self) -> None:
-        for watched in self._watched():
-            await watched.wait_synced()
+    async def _before_workers(self) -> None:
         # Before any worker runs: a reconcile of a vanished Work drops its record, and the
         # record is what tells that the Work's objects were orphaned.
         await self.deletion.settle_records()
-        await super()._start_workers()
 
     async def stop(self) -> None:
-        if self._unsubscribe_ready is not None:
-            self._unsubscribe_ready()
-            self._unsubscribe_ready = None
         await super().stop()
         await self.guard.stop()
 

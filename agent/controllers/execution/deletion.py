@@ -218,7 +218,7 @@ class Deletion:
                 continue  # the member serves no such kind, so no such object exists there
             namespace = item.namespace if info.namespaced else ""
             try:
-                live = await self._live(info.gvr, info.kind, namespace, item.name, work_name)
+                live = await self._live(info.gvr, namespace, item.name, work_name)
             except (NotFoundError, InvalidNameError):
                 continue  # no such object, or a name no object can have
             if live is None:
@@ -229,15 +229,12 @@ class Deletion:
             found.append((item, info.gvr, namespace, live))
         return found
 
-    async def _live(
-        self, gvr: GVR, kind: str, namespace: str, name: str, work_name: str
-    ) -> JsonDict | None:
+    async def _live(self, gvr: GVR, namespace: str, name: str, work_name: str) -> JsonDict | None:
         """The member object, if it may be Karmada's, without a request where the caches know:
         from the cache of Karmada's objects once it has synced, and what this process applied
         for the Work when the watch event of that write is still on its way (a Work deleted
         right after it was applied); else a GET."""
         objects = self.ctx.sources.member_objects
-        objects.ensure(gvr, kind)
         cached, synced = objects.get(gvr, namespace, name)
         if cached is not None:
             return cached

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from agent.context import AgentContext, Runnable
 from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
+from agent.controllers.manager import ControllerManager
 from agent.controllers.work_status import WorkStatusController
 from agent.events import EventRecorder
 from agent.karmada import names
@@ -348,10 +349,19 @@ class Pair:
     member_client: KubeClient
     ctx: AgentContext
     metrics: StubMetrics
-    runnables: list[Runnable] = field(default_factory=list)
+    manager: ControllerManager | None = None
     controllers: dict[str, Runnable] = field(default_factory=dict)
     execution: ExecutionController | None = None
     work_status: WorkStatusController | None = None
+
+    async def start(self, name: str, runnable: Runnable) -> None:
+        """Run one more controller beside the pair's (under the same manager)."""
+        assert self.manager is not None
+        await self.manager.add(name, runnable)
+
+    async def stop(self, runnable: Runnable) -> None:
+        assert self.manager is not None
+        await self.manager.remove(runnable)
 
     async def create_work(self, work: JsonDict) -> JsonDict:
         return await self.karmada.create(WORKS, work, namespace=EXEC_NS)
@@ -511,8 +521,6 @@ async def running_pair(
         if ready:
             await pair.set_cluster_ready()
         stack.push_async_callback(events.stop)
-        for shared in sources.shared:
-            stack.push_async_callback(shared.stop)
         for name in controllers:
             if name == "execution":
                 pair.execution = ExecutionController(ctx)
@@ -523,8 +531,14 @@ async def running_pair(
             else:
                 runnable = load_builders([name]).builders[name](ctx)
             pair.controllers[name] = runnable
-            pair.runnables.append(runnable)
-        for runnable in pair.runnables:
-            await runnable.start()
-            stack.push_async_callback(runnable.stop)
+        # As the app runs them: the sources they declare started by the manager.
+        pair.manager = ControllerManager(
+            ctx,
+            builders={
+                name: (lambda _ctx, runnable=runnable: runnable)
+                for name, runnable in pair.controllers.items()
+            },
+        )
+        stack.push_async_callback(pair.manager.stop)
+        await pair.manager.start()
         yield pair

@@ -11,6 +11,7 @@ from typing import Any, cast
 from agent.context import AgentContext, Runnable
 from agent.controllers import CONTROLLER_MODULES, load_builders
 from agent.controllers.manager import ControllerManager
+from agent.controllers.watches import Watches
 from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
 from agent.options import Options
@@ -20,10 +21,13 @@ from .harness import eventually
 
 
 class Recorder:
-    def __init__(self, name: str, log: list[str], *, hang: bool = False) -> None:
+    def __init__(self, name: str, log: list[str], *, hang: bool = False, uses: Any = None) -> None:
         self.name = name
         self.log = log
         self.hang = hang
+        if uses is not None:
+            # What it watches, declared: the manager starts it.
+            self.watches = Watches().uses(uses)
 
     async def start(self) -> None:
         self.log.append(f"start {self.name}")
@@ -61,8 +65,11 @@ def test_the_independence_contract_names_every_controller() -> None:
 async def test_manager_order_failures_and_bounded_stop() -> None:
     log: list[str] = []
 
+    # A source two controllers declare: started once, before them, and stopped after them.
+    shared = Recorder("shared", log)
+
     def good(name: str) -> Any:
-        return lambda _ctx: Recorder(name, log)
+        return lambda _ctx: Recorder(name, log, uses=shared)
 
     def broken(_ctx: AgentContext) -> Runnable:
         raise RuntimeError("no member access")
@@ -73,7 +80,6 @@ async def test_manager_order_failures_and_bounded_stop() -> None:
     manager = ControllerManager(
         context(),
         builders={"a": good("a"), "broken": broken, "hanging": hanging, "b": good("b")},
-        shared=[Recorder("shared", log)],
         stop_timeout=0.5,
     )
     await manager.start()

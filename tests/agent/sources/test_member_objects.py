@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -159,6 +160,7 @@ async def test_a_type_whose_caches_do_not_sync_in_time_is_waited_for_once() -> N
         client = kube_client(emu)
         objects = MemberObjects(client)
         try:
+            objects.ensure(missing)
             assert not await objects.wait_known(missing, 0.1)
             # Answered at once, without waiting at all: the coroutine ends on its first step.
             again = objects.wait_known(missing, 30.0)
@@ -166,8 +168,28 @@ async def test_a_type_whose_caches_do_not_sync_in_time_is_waited_for_once() -> N
                 again.send(None)
             assert answered.value.value is False
             assert not objects.known(CONFIGMAPS)
+            objects.ensure(CONFIGMAPS, "ConfigMap")
             assert await objects.wait_known(CONFIGMAPS, 5.0)
             assert objects.known(CONFIGMAPS)
+        finally:
+            await objects.stop()
+            await client.close()
+
+
+async def test_a_wait_never_starts_a_watch_but_waits_for_one_started_meanwhile() -> None:
+    """Watches are started by what follows the kinds in use (agent.sources.work_kinds), never
+    by a reader: a reader that comes first waits, within its bound, for them."""
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client)
+        try:
+            assert not await objects.wait_synced(CONFIGMAPS, 0.05)
+            assert objects.watched == []
+            waiting = asyncio.ensure_future(objects.wait_known(CONFIGMAPS, 5.0))
+            await asyncio.sleep(0)
+            assert not waiting.done()
+            objects.ensure(CONFIGMAPS, "ConfigMap")
+            assert await waiting
         finally:
             await objects.stop()
             await client.close()

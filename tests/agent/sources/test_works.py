@@ -31,8 +31,7 @@ async def test_both_controllers_share_one_works_watch() -> None:
         assert pair.cp.accounting.counts(verb="list", resource="works") == 1
         assert pair.cp.accounting.watches_opened(resource="works") == 1
         # One controller stopping leaves the other its Works.
-        await pair.execution.stop()
-        pair.runnables.remove(pair.execution)
+        await pair.stop(pair.execution)
         await pair.member_client.delete(CONFIGMAPS, "shared", namespace="default")
         await pair.wait_work("shared", lambda w: statuses(w) == [], "entry dropped")
 

@@ -309,7 +309,7 @@ async def test_fields_upstreams_agent_wrote_are_taken_over() -> None:
             "manifests"
         ][0]["metadata"]
         execution = ExecutionController(pair.ctx)
-        await execution.start()
+        await pair.start("execution", execution)
         try:
             await pair.create_work(work)
             await pair.wait_work("cfg", APPLIED_OK)
@@ -319,4 +319,4 @@ async def test_fields_upstreams_agent_wrote_are_taken_over() -> None:
             managers = [(e["manager"], e["operation"]) for e in member["metadata"]["managedFields"]]
             assert managers == [(FIELD_MANAGER, "Apply")]
         finally:
-            await execution.stop()
+            await pair.stop(execution)

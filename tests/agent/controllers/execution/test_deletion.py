@@ -119,7 +119,7 @@ async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orpha
         await pair.wait_member_gone(CONFIGMAPS, "done")
 
         # While no agent watches, "gone" is deleted with our finalizer taken off by hand.
-        await pair.execution.stop()
+        await pair.stop(pair.execution)
         work = await pair.get_work("gone")
         work["metadata"]["finalizers"] = []
         await pair.karmada.replace(WORKS, work, namespace=EXEC_NS)
@@ -128,7 +128,7 @@ async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orpha
 
         # The next agent finds the record of a Work that no longer exists.
         restarted = ExecutionController(pair.ctx)
-        await restarted.start()
+        await pair.start("execution", restarted)
         try:
 
             async def records_left() -> list[str]:
@@ -143,7 +143,7 @@ async def test_the_record_follows_the_work_and_a_vanished_work_is_reported_orpha
             # Reported, never deleted.
             assert (await pair.get_member(CONFIGMAPS, "gone"))["data"] == {"key": "value"}
         finally:
-            await restarted.stop()
+            await pair.stop(restarted)
 
 
 # --- what the agent did not create ----------------------------------------------------------
