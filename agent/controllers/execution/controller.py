@@ -137,87 +137,121 @@ class ExecutionController(WorkController):
     # --- reconcile -----------------------------------------------------------------------------
 
     async def reconcile(self, name: str) -> Result | None:
+        """Each exit is a step below; tests/agent/controllers/execution/test_reconcile.py holds
+        one row per exit."""
         work = self.works.get(name)
         if work is None:
-            self._forget(name)
-            await self.deletion.drop_record(name)
+            await self._gone(name)
             return None
         if is_deleting(work):
             return await self.deletion.reconcile(work)
-
         conds = copy_conditions(work)
-        changed = False
-        dispatching = dispatching_condition(work)
-        if conditions.set_condition(conds, dispatching):
-            changed = True
-            self.ctx.events.record(
-                work, "Normal", names.EVENT_WORK_DISPATCHING, str(dispatching["message"])
-            )
+        changed = self._dispatching(work, conds)
         if is_suspended(work):
-            if changed:
-                work = await self._write_status(work, {"conditions": conds})
-            # Recorded too: an agent serving the record must not apply a suspended Work.
-            await save_quietly(self.records, work)
+            await self._suspended(work, conds if changed else None)
             return None
         if not self.cluster.ready:
-            # The Cluster turning Ready enqueues every Work again (ClusterWatch.on_ready).
-            self.log.info("member cluster is not Ready; Work waits")
-            if changed:
-                await self._write_status(work, {"conditions": conds})
+            await self._waiting_for_cluster(work, conds if changed else None)
             return None
+        outcome = await self._apply(work)
+        work = await self._report(work, outcome, conds, changed)
+        if not outcome.errors:
+            self._synced(work)
+            return None
+        return self._failed(work, outcome)
 
+    async def _gone(self, name: str) -> None:
+        """The Work is gone (deleted with our cleanup, or behind our back): its bookkeeping
+        and its record go."""
+        self._forget(name)
+        await self.deletion.drop_record(name)
+
+    def _dispatching(self, work: JsonDict, conds: list[JsonDict]) -> bool:
+        """The Dispatching condition set in `conds`; True if it changed (and an Event said so)."""
+        dispatching = dispatching_condition(work)
+        if not conditions.set_condition(conds, dispatching):
+            return False
+        self.ctx.events.record(
+            work, "Normal", names.EVENT_WORK_DISPATCHING, str(dispatching["message"])
+        )
+        return True
+
+    async def _suspended(self, work: JsonDict, conds: list[JsonDict] | None) -> None:
+        if conds is not None:
+            work = await self._write_status(work, {"conditions": conds})
+        # Recorded too: an agent serving the record must not apply a suspended Work.
+        await save_quietly(self.records, work)
+
+    async def _waiting_for_cluster(self, work: JsonDict, conds: list[JsonDict] | None) -> None:
+        # The Cluster turning Ready enqueues every Work again (see `watches`).
+        self.log.info("member cluster is not Ready; Work waits")
+        if conds is not None:
+            await self._write_status(work, {"conditions": conds})
+
+    async def _apply(self, work: JsonDict) -> Outcome:
         outcome = self._unreported_outcome(work)
-        if outcome is None:
-            outcome = await self.applier.apply_all(work)
-        else:
+        if outcome is not None:
             self.log.info("status write retried; the member is not written again")
+            return outcome
+        return await self.applier.apply_all(work)
+
+    async def _report(
+        self, work: JsonDict, outcome: Outcome, conds: list[JsonDict], changed: bool
+    ) -> JsonDict:
+        """Applied in the Work's status, with the first manifestStatuses when all went well;
+        the Work as written. A failed write keeps the outcome, so that its retry writes the
+        status only. What was applied is recorded on the member."""
         ok = not outcome.errors
-        message = applied_message(outcome.succeeded, outcome.total, outcome.messages())
         applied = conditions.new_condition(
             names.WORK_APPLIED,
             "True" if ok else "False",
             names.REASON_APPLIED_SUCCESSFUL if ok else names.REASON_APPLIED_FAILED,
-            message,
+            self._applied_message(outcome),
         )
-        if conditions.set_condition(conds, applied):
-            changed = True
+        changed = conditions.set_condition(conds, applied) or changed
         status: JsonDict = {"conditions": conds}
-        first: JsonDict = {}
-        if ok:
-            # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
-            first = self.statuses.first_report(work, outcome.statuses)
-            status.update(first)
-            changed = changed or bool(first)
-        if changed:
+        # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
+        first = self.statuses.first_report(work, outcome.statuses) if ok else {}
+        status.update(first)
+        if changed or first:
             try:
                 before, work = work, await self._write_status(work, status)
             except Exception:
-                # What was applied stands: a retry only writes the status again.
                 meta = work.get("metadata") or {}
-                self._unreported[name] = (meta.get("uid"), meta.get("generation"), outcome)
+                self._unreported[str(meta.get("name"))] = (
+                    meta.get("uid"),
+                    meta.get("generation"),
+                    outcome,
+                )
                 raise
             if first:
                 self.statuses.record_written(before, status_of(work), outcome.health_problems)
         if outcome.applied:
             await save_quietly(self.records, work)
-        if ok:
-            self.ctx.events.record(
-                work,
-                "Normal",
-                names.EVENT_SYNC_SUCCEED,
-                # Upstream's wording.
-                f"Sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}) "
-                "successful.",
-            )
-            return None
+        return work
+
+    def _synced(self, work: JsonDict) -> None:
+        name = (work.get("metadata") or {}).get("name")
+        self.ctx.events.record(
+            work,
+            "Normal",
+            names.EVENT_SYNC_SUCCEED,
+            # Upstream's wording.
+            f"Sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}) successful.",
+        )
+
+    def _failed(self, work: JsonDict, outcome: Outcome) -> Result:
+        """Some manifests were not applied: a requeue when all of them wait for their backoff
+        (contention.py), else an error, retried or not as retrying can help."""
         self._report_contests(work, outcome)
         if outcome.only_contested:
             # Each contested object is looked at again when its backoff ends (or its contest
             # would be over): no retry sooner, and its one Warning Event says why.
             return Result(requeue_after=outcome.requeue_after)
+        name = (work.get("metadata") or {}).get("name")
         failure = (
             f"Work {self.namespace}/{name} not fully synced to cluster "
-            f"{self.ctx.cluster_name}: {message}"
+            f"{self.ctx.cluster_name}: {self._applied_message(outcome)}"
         )
         errors = outcome.messages()
         aggregate = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
@@ -228,12 +262,16 @@ class ExecutionController(WorkController):
             f"Failed to sync work({self.namespace}/{name}) to cluster({self.ctx.cluster_name}), "
             f"err: {aggregate}",
         )
-        self.log.warning("work not fully applied", errors=outcome.messages())
+        self.log.warning("work not fully applied", errors=errors)
         if outcome.retryable:
             raise WorkSyncError(failure)
         # Only malformed manifests failed: retrying cannot help until the Work changes, and a
         # change of the Work enqueues it again.
         raise TerminalError(failure)
+
+    @staticmethod
+    def _applied_message(outcome: Outcome) -> str:
+        return applied_message(outcome.succeeded, outcome.total, outcome.messages())
 
     async def _write_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
         return await self.statuses.write(self.works, work, self.statuses.fitted(work, status))
