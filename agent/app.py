@@ -36,7 +36,7 @@ from agent.connections import (
 )
 from agent.context import AgentContext
 from agent.controllers.manager import ControllerManager
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.karmada.names import EVENT_SOURCES, leader_election_id
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
@@ -99,7 +99,7 @@ class Agent:
         self.registration: RegistrationResult | None = None
         self.manager: ControllerManager | None = None
         self.elector: LeaderElector | None = None
-        self.events: EventRecorder | None = None
+        self.events: EventEmitter | None = None
         self.reloader: KubeconfigReloader | None = None
         self.leading = asyncio.Event()
         # Serving the recorded Works while registration cannot reach the control plane (tried
@@ -333,7 +333,7 @@ class Agent:
             self.log.info("status observed while offline reported", works=writes)
 
     def _new_context(self, sources: Sources) -> AgentContext:
-        """A context on `sources`, with an Event recorder of its own."""
+        """A context on `sources`, with an Event emitter of its own."""
         assert self.karmada is not None
         assert self.member is not None
         return AgentContext(
@@ -345,7 +345,7 @@ class Agent:
             member_mapper=RESTMapper(self.member),
             # Events count against the control plane's QPS budget, as upstream's do, but take
             # only its spare tokens: a burst of Events never delays Work status writes.
-            events=EventRecorder(
+            events=EventEmitter(
                 KubeClient(self.karmada.transport.background()),
                 component="karmada-agent",
                 sources=EVENT_SOURCES,

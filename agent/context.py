@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from .events import EventRecorder
+from .events import EventEmitter
 from .karmada.names import execution_namespace
 from .kube.client import KubeClient
 from .kube.discovery import RESTMapper
@@ -42,7 +42,7 @@ class AgentContext:
     member: KubeClient
     karmada_mapper: RESTMapper
     member_mapper: RESTMapper
-    events: EventRecorder
+    events: EventEmitter
     metrics: AgentMetrics
     # The shared watches, the Work records, the link and the interpreter (agent.sources).
     sources: Sources

@@ -1,6 +1,6 @@
-"""Kubernetes Events about objects (core/v1), recorded in the background.
+"""Kubernetes Events about objects (core/v1), emitted in the background.
 
-`record()` never blocks and never raises: it hands the write to a background task and returns.
+`emit()` never blocks and never raises: it hands the write to a background task and returns.
 Identical events (same object, type, reason and message) seen again within `aggregate_window`
 bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) instead of creating
 a new one; and, as client-go's event aggregator, once `aggregate_max` different messages were
@@ -10,11 +10,11 @@ event correlator, without its per-object spam filter. At most `max_in_flight` wr
 wait or run at once, `writers` of them sending at a time; beyond that, events are dropped with a
 log line: Events are a diagnostic aid, never a reason to slow reconciles. (client-go's
 broadcaster drops too, without a word, once 1000 Events wait for its API writer: upstream's
-agent recorded 5.5 Events per Work in a 300-Work burst with its limits lifted and wrote 4.6. A
-write here stands for every occurrence of its series recorded meanwhile, so a burst queues
-fewer writes than it records Events.)
+agent emitted 5.5 Events per Work in a 300-Work burst with its limits lifted and wrote 4.6. A
+write here stands for every occurrence of its series emitted meanwhile, so a burst queues
+fewer writes than it emits Events.)
 
-The agent gives the recorder a client that spends the control plane's QPS budget
+The agent gives the emitter a client that spends the control plane's QPS budget
 (--kube-api-qps), as upstream's event client does (Karmada gives the rest config one rate
 limiter, which every client built from it shares), but only its spare tokens
 (`Transport.background`): Events never delay a status write; after a burst they follow at the
@@ -93,7 +93,7 @@ class _Key:
     message: str
 
 
-class EventRecorder:
+class EventEmitter:
     def __init__(
         self,
         client: KubeClient,
@@ -101,7 +101,7 @@ class EventRecorder:
         *,
         sources: Mapping[str, str] | None = None,
         host: str = "",
-        # A 300-Work burst records about 1,350 Events before the first is written: 1000 (as
+        # A 300-Work burst emits about 1,350 Events before the first is written: 1000 (as
         # client-go's broadcaster queue) dropped 3.5 % of them. A waiting write is a small task.
         max_in_flight: int = 4096,
         writers: int = 2,
@@ -113,7 +113,7 @@ class EventRecorder:
     ) -> None:
         self.client = client
         self.component = component
-        # The component recording each reason (upstream's controllers name themselves), the
+        # The component emitting each reason (upstream's controllers name themselves), the
         # default `component` for the others.
         self.sources: Mapping[str, str] = sources or {}
         self.host = host
@@ -137,12 +137,12 @@ class EventRecorder:
 
     # --- public --------------------------------------------------------------------------------
 
-    def record(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
+    def emit(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
         """Record an Event about `involved` (a full object: apiVersion, kind and metadata)."""
         try:
-            self._record(involved, type_, reason, message)
+            self._emit(involved, type_, reason, message)
         except Exception:
-            log.exception("event not recorded", reason=reason)
+            log.exception("event not emitted", reason=reason)
 
     async def flush(self, timeout: float | None = None) -> bool:
         """Wait until every write started so far has finished; False if `timeout` passed."""
@@ -164,7 +164,7 @@ class EventRecorder:
 
     # --- internals -----------------------------------------------------------------------------
 
-    def _record(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
+    def _emit(self, involved: JsonDict, type_: EventType, reason: str, message: str) -> None:
         if self._stopped:
             return
         meta = involved.get("metadata") or {}
@@ -177,7 +177,7 @@ class EventRecorder:
             "resourceVersion": str(meta.get("resourceVersion") or ""),
         }
         if not reference["name"]:
-            log.warning("event not recorded: the object has no name", reason=reason)
+            log.warning("event not emitted: the object has no name", reason=reason)
             return
         message = _truncate(message)
         involved_key = (

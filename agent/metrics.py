@@ -220,7 +220,7 @@ class AgentMetrics:
         certRotation has nothing to report, and a family is never declared without samples)."""
         return CertificateMetrics(self.registry)
 
-    def record_cluster_status(self, cluster: str, status: dict[str, Any]) -> None:
+    def observe_cluster_status(self, cluster: str, status: dict[str, Any]) -> None:
         """Gauges from a Cluster's status, as upstream's RecordClusterStatus."""
         ready = any(
             c.get("type") == "Ready" and c.get("status") == "True"
@@ -258,7 +258,7 @@ class AgentMetrics:
             for name, metric in zip(("memory", "cpu", "pods"), gauges, strict=True):
                 metric.labels(cluster).set(_quantity_float(resources, name) or 0.0)
 
-    def record_health_probe(
+    def observe_health_probe(
         self, cluster: str, *, online: bool, healthy: bool, seconds: float
     ) -> None:
         success = online and healthy

@@ -41,7 +41,7 @@ from typing import Any
 
 from agent.context import AgentContext
 from agent.controllers.heartbeat import Heartbeat
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.karmada import names
 from agent.karmada.cluster import (
     CONDITION_CLOCK_SYNCHRONIZED,
@@ -63,7 +63,7 @@ from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import AsController, Periodic
 from agent.resources import CLUSTERS
-from agent.sources.cluster import ClusterWatch
+from agent.sources.cluster import ClusterInformer
 from agent.sources.link import ControlPlaneLink
 
 log = get_logger(__name__)
@@ -305,9 +305,9 @@ class ClusterStatusController:
         options: Options,
         metrics: AgentMetrics | None = None,
         heartbeat: HeartbeatFactory | None = None,
-        cluster_watch: ClusterWatch | None = None,
+        cluster_watch: ClusterInformer | None = None,
         link: ControlPlaneLink | None = None,
-        events: EventRecorder | None = None,
+        events: EventEmitter | None = None,
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.karmada = karmada
@@ -427,7 +427,7 @@ class ClusterStatusController:
         probe_started = time.monotonic()
         health = await probe_health(self.member)
         if self.metrics is not None:
-            self.metrics.record_health_probe(
+            self.metrics.observe_health_probe(
                 self.cluster_name,
                 online=health.online,
                 healthy=health.healthy,
@@ -457,7 +457,7 @@ class ClusterStatusController:
         cluster = await self._write_status(cluster, mutate)
         self.last_status = cluster.get("status") or {}
         if self.metrics is not None:
-            self.metrics.record_cluster_status(self.cluster_name, self.last_status)
+            self.metrics.observe_cluster_status(self.cluster_name, self.last_status)
             self.metrics.cluster_sync_status_duration.labels(self.cluster_name).observe(
                 time.monotonic() - started
             )
@@ -495,7 +495,7 @@ class ClusterStatusController:
             return
         log.warning("clock skew: %s", clock["message"])
         if self.events is not None:
-            self.events.record(cluster, "Warning", EVENT_CLOCK_SKEWED, str(clock["message"]))
+            self.events.emit(cluster, "Warning", EVENT_CLOCK_SKEWED, str(clock["message"]))
 
     @staticmethod
     def _conditions_only(conditions: list[JsonDict]) -> StatusMutation:

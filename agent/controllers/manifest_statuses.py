@@ -7,7 +7,7 @@ and workStatus controllers, in one place.
    Applied condition being written or changing is what sends the Work to it (`handed_over`).
 3. From then on the workStatus controller keeps the entries current from the member watches.
    An object the execution controller applied whose watch event has not arrived yet (the
-   member cache lags behind the apply's answer, `SelectedObjects.lags_behind`) keeps the entry
+   member cache lags behind the apply's answer, `SelectedInformers.lags_behind`) keeps the entry
    it has: the cache's not knowing it yet does not make it absent. Its event brings the Work
    back to the workStatus controller. So does any change of the entries but our own writes
    (`entries_changed`, `WorkInformer.is_own_write`). The Works cache never goes back to an
@@ -16,7 +16,7 @@ and workStatus controllers, in one place.
 
 Both build an entry the same way (`entry`: the interpreter's reflected status and health),
 write the status the same way (`fitted`, `write`) and record the same Events for a change of the
-entries (`record_events`); the rules themselves are agent.karmada.manifest_status.
+entries (`emit_events`); the rules themselves are agent.karmada.manifest_status.
 
 A status the control plane cannot store (the Work with it larger than etcd takes, 1.5 MiB by
 default) is written cut down: the largest reflected statuses left out first, manifestStatuses
@@ -32,7 +32,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.interpreter import InterpretError
 from agent.karmada import names
 from agent.karmada.conditions import find, set_condition
@@ -82,7 +82,7 @@ def entries_changed(old: JsonDict, new: JsonDict) -> bool:
 
 
 class ManifestStatuses:
-    def __init__(self, interpreter: AgentInterpreter, events: EventRecorder) -> None:
+    def __init__(self, interpreter: AgentInterpreter, events: EventEmitter) -> None:
         self.interpreter = interpreter
         self.events = events
 
@@ -104,12 +104,12 @@ class ManifestStatuses:
         """What the execution controller adds to its status write once every manifest of `work`
         is applied: the first manifestStatuses (`entries` by ordinal, from the apply answers)
         when nothing has been reported on the Work yet; else nothing, the workStatus controller
-        keeps them. Their Events follow the write (`record_written`)."""
+        keeps them. Their Events follow the write (`emit_written`)."""
         if not is_first_report(work):
             return {}
         return {"manifestStatuses": [entries[ordinal] for ordinal in sorted(entries)] or None}
 
-    def record_written(
+    def emit_written(
         self, before: JsonDict, written: JsonDict, health_problems: dict[int, str] | None = None
     ) -> None:
         """The Events of a status write that carried manifestStatuses (as written: entries
@@ -117,7 +117,7 @@ class ManifestStatuses:
         if "manifestStatuses" not in written:
             return
         previous = by_ordinal(status_of(before).get("manifestStatuses"))
-        self.record_events(before, previous, written["manifestStatuses"] or [], health_problems)
+        self.emit_events(before, previous, written["manifestStatuses"] or [], health_problems)
 
     def fitted(self, work: JsonDict, status: JsonDict) -> JsonDict:
         """`status` (the keys to merge into the Work's status) as it can be stored."""
@@ -151,10 +151,10 @@ class ManifestStatuses:
             f"control plane refuses it as too large ({refused}). The Work's manifests take "
             f"nearly all of the {STORED_OBJECT_LIMIT // 1024} KiB it stores per object."
         )
-        self.events.record(work, "Warning", names.EVENT_STATUS_TOO_LARGE, message)
+        self.events.emit(work, "Warning", names.EVENT_STATUS_TOO_LARGE, message)
         raise StatusTooLargeError(message)
 
-    def record_events(
+    def emit_events(
         self,
         work: JsonDict,
         previous: dict[int, JsonDict],
@@ -166,7 +166,7 @@ class ManifestStatuses:
             previous, entries, health_problems, self.interpreter.interprets_health
         )
         for event in events:
-            self.events.record(work, event.type, event.reason, event.message)
+            self.events.emit(work, event.type, event.reason, event.message)
 
 
 def _with_truncation(work: JsonDict, fitted: Fitted) -> JsonDict:

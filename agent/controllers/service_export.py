@@ -19,7 +19,7 @@ from agent.context import AgentContext
 from agent.karmada import collected, conditions, names
 from agent.karmada.status import status_of
 from agent.kube.controller import Result
-from agent.kube.informers import WatchedReflector, typed_transform
+from agent.kube.informers import Informer, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.resources import SERVICE_EXPORTS
 from agent.sources.member_slices import is_stub
@@ -29,7 +29,7 @@ from .slice_reporting import Key, SliceReportingController
 JsonDict = dict[str, Any]
 
 
-class _ServiceExports(WatchedReflector):
+class _ServiceExports(Informer):
     def __init__(self, ctx: AgentContext) -> None:
         super().__init__(
             Reflector(

@@ -19,8 +19,8 @@ from typing import Any, Protocol
 from agent.kube.client import GVR
 from agent.kube.discovery import RESTMapper
 from agent.kube.reflector import EventHandler
-from agent.sources.cluster import ClusterWatch
-from agent.sources.interpreter_config import ConfigWatch
+from agent.sources.cluster import ClusterInformer
+from agent.sources.interpreter_config import ConfigInformer
 from agent.sources.member_objects import MemberObjects
 from agent.sources.works import WorkInformer
 
@@ -65,7 +65,7 @@ class Watches:
         unsynced cache would make a Work look deleted)."""
         return self._add(works, synced=works, subscribe=lambda: works.add_handler(handler))
 
-    def cluster(self, cluster: ClusterWatch, *, on_ready: Callable[[], None]) -> Watches:
+    def cluster(self, cluster: ClusterInformer, *, on_ready: Callable[[], None]) -> Watches:
         """Watches: this cluster's Cluster object (its readiness read from the cache, synced
         first); `on_ready` when it turns Ready."""
         return self._add(cluster, synced=cluster, subscribe=lambda: cluster.on_ready(on_ready))
@@ -84,7 +84,7 @@ class Watches:
         return self._add(objects.kinds_named_by(works, mapper))
 
     def interpreter_config(
-        self, watches: Iterable[ConfigWatch], *, on_change: Callable[[], None]
+        self, watches: Iterable[ConfigInformer], *, on_change: Callable[[], None]
     ) -> Watches:
         """Watches: the interpreter's configuration, not waited for (agent.sources.interpreter_
         config); a change calls `on_change`."""
@@ -135,7 +135,7 @@ class Watches:
                 await declared.synced()
 
 
-def _on_change(watch: ConfigWatch, callback: Callable[[], None]) -> Callable[[], Unsubscribe]:
+def _on_change(watch: ConfigInformer, callback: Callable[[], None]) -> Callable[[], Unsubscribe]:
     return lambda: watch.on_change(callback)
 
 

@@ -136,7 +136,7 @@ class WorkStatusController(WorkController):
                 # As upstream: the entry is not updated, a Warning Event, and a retry (no
                 # Event again while a webhook keeps failing for the kind).
                 if not (isinstance(exc, InterpretReflectError) and exc.repeated):
-                    self.ctx.events.record(
+                    self.ctx.events.emit(
                         work,
                         "Warning",
                         names.EVENT_REFLECT_STATUS_FAILED,
@@ -150,7 +150,7 @@ class WorkStatusController(WorkController):
         fitted = self.statuses.fitted(work, {"manifestStatuses": entries or None})
         if any(current.get(key) != value for key, value in fitted.items()):
             written = await self.statuses.write(self.works, work, fitted)
-            self.statuses.record_written(work, status_of(written), health_problems)
+            self.statuses.emit_written(work, status_of(written), health_problems)
         if problems:
             self.log.info("status of some manifests not collected", problems=problems)
             raise StatusCollectionError("; ".join(problems))

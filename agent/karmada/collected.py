@@ -148,7 +148,7 @@ def is_reported_by(work: Obj, reporter: Reporter) -> bool:
     ) in manifest_kinds(work)
 
 
-def _record_managed_keys(obj: Obj) -> None:
+def _mark_managed_keys(obj: Obj) -> None:
     """The control plane's bookkeeping of which labels and annotations a workload carries."""
     meta = obj.setdefault("metadata", {})
     annotations = meta.setdefault("annotations", {})
@@ -188,7 +188,7 @@ def slice_manifest(
     if not reporter.suppressed:
         if work_permanent_id:
             meta["labels"][names.WORK_PERMANENT_ID_LABEL] = work_permanent_id
-        _record_managed_keys(manifest)
+        _mark_managed_keys(manifest)
     return manifest
 
 

@@ -1,9 +1,9 @@
 """Informers of the objects of many resource types, selected by label, started on demand.
 
-`WatchedReflector` runs one Reflector as a task shared by several users (started by the first,
-stopped with the last). `SelectedObjects` keeps one Reflector per resource type (all namespaces) holding the objects
-that match a label selector, and beside it a second one of the complement keeping only
-names, so "does some other object exist under this name?" is answered from memory
+`Informer` runs one Reflector as a task shared by several users (started by the first,
+stopped with the last). `SelectedInformers` keeps one Reflector per resource type (all
+namespaces) holding the objects that match a label selector, and beside it a second one of
+the complement keeping only names, so "does some other object exist under this name?" is answered from memory
 (`known_absent`). Until both have synced, callers do a live GET. The watches of a type are
 started by `ensure`, from whatever follows the types in use (agent.sources.work_kinds), never
 by a read: a reader waits, within a bound, for them to be started and synced. Subscribers hear every change
@@ -65,7 +65,7 @@ def _name_key(obj: JsonDict) -> tuple[str | None, str]:
     return meta.get("namespace") or None, str(meta.get("name") or "")
 
 
-class WatchedReflector:
+class Informer:
     """A Reflector run as a background task. Several users may share it: each `start` is
     matched by a `stop`, and the watch ends with the last user's `stop`."""
 
@@ -99,7 +99,7 @@ class WatchedReflector:
         return await self.reflector.wait_synced(timeout)
 
 
-class SelectedObjects:
+class SelectedInformers:
     """Informers started on demand, one per resource type, over all namespaces: full objects
     matching `label_selector`, and (unless `others_selector` is None) the names of the objects
     matching `others_selector`, the complement, so that absence is known without a GET."""

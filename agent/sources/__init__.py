@@ -16,9 +16,9 @@ from agent.karmada.names import execution_namespace
 from agent.kube.client import KubeClient
 from agent.options import Options
 
-from .cluster import ClusterWatch
+from .cluster import ClusterInformer
 from .interpreter import AgentInterpreter
-from .interpreter_config import ConfigWatch, config_watches
+from .interpreter_config import ConfigInformer, config_watches
 from .link import ControlPlaneLink
 from .member_objects import MemberObjects
 from .member_slices import MemberSlices
@@ -31,7 +31,7 @@ from .works import WorkInformer
 class Sources:
     # Control plane: the Works of karmada-es-<cluster>, and this cluster's Cluster object.
     works: WorkInformer
-    cluster: ClusterWatch
+    cluster: ClusterInformer
     # Member: Karmada's objects (one list+watch per resource type in use) and Service
     # EndpointSlices.
     member_objects: MemberObjects
@@ -42,7 +42,7 @@ class Sources:
     link: ControlPlaneLink
     # The control plane's interpreter customizations and webhook configurations, kept in the
     # interpreter; and the interpreter the controllers ask, its webhook calls included.
-    interpreter_config: tuple[ConfigWatch, ...]
+    interpreter_config: tuple[ConfigInformer, ...]
     interpreter: AgentInterpreter
 
 
@@ -56,7 +56,7 @@ def live_sources(
         member,
         options,
         works=works or WorkInformer(karmada, execution_namespace(options.cluster_name)),
-        cluster=ClusterWatch(karmada, options.cluster_name),
+        cluster=ClusterInformer(karmada, options.cluster_name),
         records=work_records(member, options),
     )
 
@@ -91,7 +91,7 @@ def _sources(
     options: Options,
     *,
     works: WorkInformer,
-    cluster: ClusterWatch,
+    cluster: ClusterInformer,
     records: WorkRecords,
 ) -> Sources:
     interpreter = Interpreter()

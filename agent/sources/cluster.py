@@ -11,7 +11,7 @@ from typing import Any
 from agent.karmada import conditions, names
 from agent.karmada.status import status_of
 from agent.kube.client import KubeClient
-from agent.kube.informers import WatchedReflector, typed_transform
+from agent.kube.informers import Informer, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector, Write
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
@@ -21,7 +21,7 @@ log = get_logger(__name__)
 JsonDict = dict[str, Any]
 
 
-class ClusterWatch(WatchedReflector):
+class ClusterInformer(Informer):
     """This cluster's Cluster object; `on_ready` callbacks fire when it turns Ready."""
 
     def __init__(self, client: KubeClient, cluster_name: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from agent.interpreter import Interpreter
 from agent.karmada.names import CONFIG_API_VERSION as API_VERSION
 from agent.kube.client import GVR, KubeClient
-from agent.kube.informers import WatchedReflector, typed_transform
+from agent.kube.informers import Informer, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.logs import get_logger
 from agent.resources import (
@@ -30,7 +30,7 @@ log = get_logger(__name__)
 JsonDict = dict[str, Any]
 
 
-class ConfigWatch(WatchedReflector):
+class ConfigInformer(Informer):
     """One cluster-scoped configuration kind, each change passed to `put` or `remove`."""
 
     def __init__(
@@ -79,17 +79,17 @@ class ConfigWatch(WatchedReflector):
             callback()
 
 
-def config_watches(client: KubeClient, interpreter: Interpreter) -> list[ConfigWatch]:
+def config_watches(client: KubeClient, interpreter: Interpreter) -> list[ConfigInformer]:
     customizations, webhooks = interpreter.customizations, interpreter.webhooks
     return [
-        ConfigWatch(
+        ConfigInformer(
             client,
             RESOURCE_INTERPRETER_CUSTOMIZATIONS,
             "ResourceInterpreterCustomization",
             customizations.put,
             customizations.remove,
         ),
-        ConfigWatch(
+        ConfigInformer(
             client,
             RESOURCE_INTERPRETER_WEBHOOK_CONFIGURATIONS,
             "ResourceInterpreterWebhookConfiguration",

@@ -16,7 +16,7 @@ from __future__ import annotations
 from agent.karmada import names
 from agent.kube.client import KubeClient
 from agent.kube.discovery import RESTMapper
-from agent.kube.informers import SelectedObjects
+from agent.kube.informers import SelectedInformers
 from agent.options import Options
 
 from .work_kinds import WorkKinds
@@ -27,7 +27,7 @@ MANAGED_SELECTOR = f"{names.MANAGED_LABEL}=true"
 OTHERS_SELECTOR = f"{names.MANAGED_LABEL}!=true"
 
 
-class MemberObjects(SelectedObjects):
+class MemberObjects(SelectedInformers):
     name = "member-objects"
 
     def __init__(self, client: KubeClient, options: Options | None = None) -> None:

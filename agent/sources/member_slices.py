@@ -15,7 +15,7 @@ from typing import Any
 
 from agent.karmada import collected
 from agent.kube.client import KubeClient
-from agent.kube.informers import WatchedReflector, typed_transform
+from agent.kube.informers import Informer, typed_transform
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.store import object_key
@@ -42,7 +42,7 @@ def _service_key(obj: JsonDict) -> list[str]:
     return [f"{meta.get('namespace', '')}/{service}"] if service else []
 
 
-class MemberSlices(WatchedReflector):
+class MemberSlices(Informer):
     name = "member-endpointslices"
 
     def __init__(self, client: KubeClient) -> None:

@@ -18,7 +18,7 @@ from agent.kube.errors import KubeError, NotFoundError
 from agent.logs import get_logger
 from agent.resources import WORKS
 
-from .cluster import ClusterWatch
+from .cluster import ClusterInformer
 from .works import WorkInformer
 
 log = get_logger(__name__)
@@ -99,7 +99,7 @@ class RecordedWorks(_NotWatched, WorkInformer):
         return sum(await asyncio.gather(*(write(name, status) for name, status in queued)))
 
 
-class MemberOnlyCluster(_NotWatched, ClusterWatch):
+class MemberOnlyCluster(_NotWatched, ClusterInformer):
     """The Cluster as the offline controllers see it: Ready (they only reach the member, and a
     member that does not answer fails their requests anyway), never terminating."""
 

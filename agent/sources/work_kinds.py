@@ -6,7 +6,7 @@ RESTMapper) and the member caches of that resource started (MemberObjects.ensure
 of its own. A kind the member does not serve yet (a CRD applied by the same Work) is looked at
 again whenever the member's discovery is refreshed, which the apply of a CRD brings about.
 An apply that comes first waits a moment for the caches of its kind (apply.py,
-SelectedObjects.wait_known): they are on their way.
+SelectedInformers.wait_known): they are on their way.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from agent.karmada.work import Manifest, manifests_of
 from agent.kube.backoff import Backoff
 from agent.kube.discovery import NoKindMatchError, RESTMapper
 from agent.kube.errors import KubeError
-from agent.kube.informers import SelectedObjects
+from agent.kube.informers import SelectedInformers
 from agent.kube.reflector import HandlerFuncs
 from agent.kube.tasks import background, cancel_and_wait
 from agent.logs import get_logger
@@ -39,7 +39,7 @@ class WorkKinds:
 
     name = "member kinds of the Works"
 
-    def __init__(self, works: WorkInformer, mapper: RESTMapper, objects: SelectedObjects) -> None:
+    def __init__(self, works: WorkInformer, mapper: RESTMapper, objects: SelectedInformers) -> None:
         self.works = works
         self.mapper = mapper
         self.objects = objects

@@ -9,7 +9,7 @@ from typing import Any
 
 from agent.karmada import names
 from agent.kube.client import KubeClient
-from agent.kube.informers import WatchedReflector, typed_transform
+from agent.kube.informers import Informer, typed_transform
 from agent.kube.reflector import EventHandler, Reflector
 from agent.resources import WORKS
 
@@ -29,7 +29,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return merged
 
 
-class WorkInformer(WatchedReflector):
+class WorkInformer(Informer):
     def __init__(self, client: KubeClient, namespace: str, *, name: str = "works") -> None:
         super().__init__(
             Reflector(

@@ -1,4 +1,4 @@
-"""EventRecorder: core/v1 Events, aggregation of repeats, failures never raised."""
+"""EventEmitter: core/v1 Events, aggregation of repeats, failures never raised."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, cast
 
 import pytest
 
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.kube.errors import ForbiddenError
 from agent.kube.resources import EVENTS, NAMESPACES
 from emulator.emulator import run_emulator
@@ -41,12 +41,10 @@ async def test_creates_then_aggregates_identical_events() -> None:
         client = kube_client(emu)
         await _namespace(client)
         clock = Clock()
-        recorder = EventRecorder(
-            client, component="karmada-agent", wall_clock=clock, monotonic=clock
-        )
+        emitter = EventEmitter(client, component="karmada-agent", wall_clock=clock, monotonic=clock)
         try:
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            assert await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert len(listed) == 1
             event = listed[0]
@@ -71,9 +69,9 @@ async def test_creates_then_aggregates_identical_events() -> None:
             assert event["firstTimestamp"] == event["lastTimestamp"] == "2027-01-15T08:00:00Z"
 
             clock.now += 30
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            assert await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert len(listed) == 1
             assert listed[0]["count"] == 3
@@ -83,10 +81,10 @@ async def test_creates_then_aggregates_identical_events() -> None:
             assert emu.accounting.counts(verb="patch", resource="events") >= 1
 
             # A different message is a different Event; so is a repeat after the window.
-            recorder.record(WORK, "Warning", "SyncFailed", "boom")
+            emitter.emit(WORK, "Warning", "SyncFailed", "boom")
             clock.now += 3600
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            assert await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert sorted((e["reason"], e["count"]) for e in listed) == [
                 ("SyncFailed", 1),
@@ -94,7 +92,7 @@ async def test_creates_then_aggregates_identical_events() -> None:
                 ("SyncSucceed", 3),
             ]
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
 
 
@@ -102,18 +100,18 @@ async def test_event_deleted_meanwhile_is_created_again() -> None:
     async with run_emulator("karmada") as emu:
         client = kube_client(emu)
         await _namespace(client)
-        recorder = EventRecorder(client)
+        emitter = EventEmitter(client)
         try:
-            recorder.record(WORK, "Normal", "X", "y")
-            await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "X", "y")
+            await emitter.flush(5.0)
             (event,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             await client.delete(EVENTS, event["metadata"]["name"], namespace="karmada-es-member1")
-            recorder.record(WORK, "Normal", "X", "y")
-            await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "X", "y")
+            await emitter.flush(5.0)
             (again,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert again["count"] == 2
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
 
 
@@ -124,7 +122,7 @@ async def test_an_event_whose_namespace_does_not_exist_is_tried_once() -> None:
     async with run_emulator("karmada") as emu:
         client = kube_client(emu)
         await _namespace(client)
-        recorder = EventRecorder(client, writers=1)
+        emitter = EventEmitter(client, writers=1)
         template = {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -132,14 +130,14 @@ async def test_an_event_whose_namespace_does_not_exist_is_tried_once() -> None:
         }
         try:
             emu.accounting.reset()
-            recorder.record(template, "Normal", "SyncSucceed", "applied")
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            assert await recorder.flush(5.0)
+            emitter.emit(template, "Normal", "SyncSucceed", "applied")
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            assert await emitter.flush(5.0)
             assert emu.accounting.counts(verb="create", resource="events") == 2
             (event,) = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert event["reason"] == "SyncSucceed"
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
 
 
@@ -147,28 +145,28 @@ async def test_failures_are_logged_not_raised_and_writes_are_bounded() -> None:
     async with run_emulator("karmada") as emu:
         client = kube_client(emu)
         await _namespace(client)
-        recorder = EventRecorder(client, max_in_flight=2)
+        emitter = EventEmitter(client, max_in_flight=2)
         try:
             # The namespace does not exist: the API server refuses, the caller never knows.
             missing = {**WORK, "metadata": {**WORK["metadata"], "namespace": "nowhere"}}
-            recorder.record(missing, "Warning", "SyncFailed", "nope")
-            recorder.record({"kind": "Work"}, "Normal", "NoName", "ignored")
+            emitter.emit(missing, "Warning", "SyncFailed", "nope")
+            emitter.emit({"kind": "Work"}, "Normal", "NoName", "ignored")
             for i in range(5):
-                recorder.record(WORK, "Normal", "Burst", f"message {i}")
-            assert recorder.dropped == 4  # one write for "nowhere", one Burst, rest dropped
-            assert await recorder.flush(5.0)
+                emitter.emit(WORK, "Normal", "Burst", f"message {i}")
+            assert emitter.dropped == 4  # one write for "nowhere", one Burst, rest dropped
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert [e["message"] for e in listed] == ["message 0"]
             long = "x" * 5000
-            recorder.record(WORK, "Normal", "Long", long)
-            await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "Long", long)
+            await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             assert max(len(e["message"]) for e in listed) == 1024
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
-        recorder.record(WORK, "Normal", "AfterStop", "ignored")
-        assert not recorder._tasks
+        emitter.emit(WORK, "Normal", "AfterStop", "ignored")
+        assert not emitter._tasks
 
 
 async def _namespace(client: Any) -> None:
@@ -205,17 +203,17 @@ class _SlowClient:
 
 async def test_writes_are_sent_a_few_at_a_time_and_repeats_fold_into_counts() -> None:
     client = _SlowClient()
-    recorder = EventRecorder(cast(Any, client), writers=2)
+    emitter = EventEmitter(cast(Any, client), writers=2)
     for i in range(10):
-        recorder.record(WORK, "Normal", "Burst", f"message {i}")
-    recorder.record(WORK, "Normal", "Burst", "message 9")  # a repeat while queued: a count
+        emitter.emit(WORK, "Normal", "Burst", f"message {i}")
+    emitter.emit(WORK, "Normal", "Burst", "message 9")  # a repeat while queued: a count
     await asyncio.wait_for(client.two_running.wait(), 5)
     assert client.running == 2
     client.release.set()
-    assert await recorder.flush(5.0)
+    assert await emitter.flush(5.0)
     assert client.most == 2
     assert client.created == 10
-    await recorder.stop()
+    await emitter.stop()
 
 
 async def test_similar_events_are_combined_after_ten_messages() -> None:
@@ -223,17 +221,17 @@ async def test_similar_events_are_combined_after_ten_messages() -> None:
         client = kube_client(emu)
         await _namespace(client)
         clock = Clock()
-        recorder = EventRecorder(client, wall_clock=clock, monotonic=clock)
+        emitter = EventEmitter(client, wall_clock=clock, monotonic=clock)
         try:
             for i in range(12):
                 clock.now += 1  # distinct Event names
-                recorder.record(WORK, "Warning", "SyncFailed", f"attempt {i} failed")
-                assert await recorder.flush(5.0)
+                emitter.emit(WORK, "Warning", "SyncFailed", f"attempt {i} failed")
+                assert await emitter.flush(5.0)
             # An identical message again is a count update of its own Event, not a new one.
-            recorder.record(WORK, "Warning", "SyncFailed", "attempt 0 failed")
+            emitter.emit(WORK, "Warning", "SyncFailed", "attempt 0 failed")
             # Other reasons are counted apart.
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            assert await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             failed = [e for e in listed if e["reason"] == "SyncFailed"]
             # Nine on their own; from the tenth different message on, one combined Event.
@@ -246,7 +244,7 @@ async def test_similar_events_are_combined_after_ten_messages() -> None:
             assert first["count"] == 2
             assert [e["reason"] for e in listed].count("SyncSucceed") == 1
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
 
 
@@ -254,13 +252,13 @@ async def test_each_reason_names_the_controller_that_records_it() -> None:
     async with run_emulator("karmada") as emu:
         client = kube_client(emu)
         await _namespace(client)
-        recorder = EventRecorder(
+        emitter = EventEmitter(
             client, component="karmada-agent", sources={"SyncSucceed": "execution-controller"}
         )
         try:
-            recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-            recorder.record(WORK, "Normal", "Other", "other")
-            assert await recorder.flush(5.0)
+            emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+            emitter.emit(WORK, "Normal", "Other", "other")
+            assert await emitter.flush(5.0)
             listed = (await client.list(EVENTS, namespace="karmada-es-member1"))["items"]
             by_reason = {e["reason"]: (e["source"], e["reportingComponent"]) for e in listed}
             assert by_reason == {
@@ -268,7 +266,7 @@ async def test_each_reason_names_the_controller_that_records_it() -> None:
                 "Other": ({"component": "karmada-agent"}, "karmada-agent"),
             }
         finally:
-            await recorder.stop()
+            await emitter.stop()
             await client.close()
 
 
@@ -295,17 +293,17 @@ async def test_forbidden_namespace_is_logged_once_and_events_go_on(
 ) -> None:
     caplog.set_level(logging.INFO, logger="agent.events")
     client = _LockedClient({"apps"})
-    recorder = EventRecorder(cast(Any, client))
+    emitter = EventEmitter(cast(Any, client))
     template = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"namespace": "apps", "name": "web", "uid": "u1"},
     }
     for i in range(3):
-        recorder.record(template, "Normal", "SyncSucceed", f"applied {i}")
-        assert await recorder.flush(5.0)
-    recorder.record(WORK, "Normal", "SyncSucceed", "synced")
-    assert await recorder.flush(5.0)
+        emitter.emit(template, "Normal", "SyncSucceed", f"applied {i}")
+        assert await emitter.flush(5.0)
+    emitter.emit(WORK, "Normal", "SyncSucceed", "synced")
+    assert await emitter.flush(5.0)
 
     assert client.refused == 3  # tried each time: the RBAC may be fixed meanwhile
     assert client.created == ["SyncSucceed"]  # the Work's Event is written all the same
@@ -314,22 +312,22 @@ async def test_forbidden_namespace_is_logged_once_and_events_go_on(
     assert getattr(refused[0], "agent_log_fields", {}).get("namespace") == "apps"
 
     client.locked.clear()  # granted now; refused again later: said again
-    recorder.record(template, "Normal", "SyncSucceed", "applied 3")
-    assert await recorder.flush(5.0)
+    emitter.emit(template, "Normal", "SyncSucceed", "applied 3")
+    assert await emitter.flush(5.0)
     client.locked.add("apps")
-    recorder.record(template, "Normal", "SyncSucceed", "applied 4")
-    assert await recorder.flush(5.0)
+    emitter.emit(template, "Normal", "SyncSucceed", "applied 4")
+    assert await emitter.flush(5.0)
     assert len([r for r in caplog.records if "permission denied" in r.getMessage()]) == 2
 
 
 async def test_a_300_work_burst_of_events_waits_rather_than_drops() -> None:
     # About 4.5 Events per Work, all recorded before the first write is answered.
     client = _SlowClient()
-    recorder = EventRecorder(cast(Any, client))
+    emitter = EventEmitter(cast(Any, client))
     for i in range(1350):
         work = {**WORK, "metadata": {**WORK["metadata"], "name": f"work-{i}"}}
-        recorder.record(work, "Normal", "Burst", "applied")
-    assert recorder.dropped == 0
+        emitter.emit(work, "Normal", "Burst", "applied")
+    assert emitter.dropped == 0
     client.release.set()
-    assert await recorder.flush(10.0)
+    assert await emitter.flush(10.0)
     assert client.created == 1350

@@ -38,7 +38,7 @@ from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundErr
 from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
-from .drift import ObjectKey, OwnWrites, Recorded
+from .drift import Noted, ObjectKey, OwnWrites
 from .ownership import OtherWorkError, Ownership, OwnershipError
 from .template_events import TemplateEvents
 
@@ -243,14 +243,14 @@ class Applier:
         if contest is not None and self.contention.wait(contest) > 0:
             raise ContestedError(key, contest)
         for _ in range(UNDONE_ATTEMPTS):
-            applied, recorded = await self._write(work, manifest, info, key)
-            self.ownership.taken_from(recorded.previous_writer)
-            if recorded.undone is None:
+            applied, noted = await self._write(work, manifest, info, key)
+            self.ownership.taken_from(noted.previous_writer)
+            if noted.undone is None:
                 self.contention.applied(key)
                 return key, applied, self.contention.contest(key, generation)
             # Undone before its answer was even recorded: at once again, unless that is a
             # fight already.
-            event_type, obj = recorded.undone
+            event_type, obj = noted.undone
             cause = undo_cause(event_type, obj, FIELD_MANAGER)
             if self.contention.undone(key, work_name, generation, cause) > 0:
                 contest = self.contention.contest(key, generation)
@@ -260,7 +260,7 @@ class Applier:
 
     async def _write(
         self, work: JsonDict, manifest: Manifest, info: ResourceInfo, key: ObjectKey
-    ) -> tuple[JsonDict, Recorded]:
+    ) -> tuple[JsonDict, Noted]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
         adopting = self.ownership.check(work, manifest, key, live)
@@ -285,7 +285,7 @@ class Applier:
             # For the workStatus controller: the object exists, whether or not the watch has
             # brought it by the time this Work's status is reported.
             self.ctx.sources.member_objects.wrote(gvr, applied)
-            return applied, self.writes.record(key, work_name, applied)
+            return applied, self.writes.note(key, work_name, applied)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when

@@ -35,7 +35,7 @@ from agent.karmada.work import (
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.reflector import HandlerFuncs
-from agent.sources.cluster import ClusterWatch
+from agent.sources.cluster import ClusterInformer
 from agent.sources.work_records import save_quietly
 
 from .apply import FIELD_MANAGER, Applier, Outcome
@@ -56,7 +56,7 @@ class WorkSyncError(RetryableError):
 class ExecutionController(WorkController):
     def __init__(self, ctx: AgentContext, *, stop_timeout: float = 10.0) -> None:
         super().__init__(ctx, CONTROLLER_NAME, stop_timeout=stop_timeout)
-        self.cluster: ClusterWatch = ctx.sources.cluster
+        self.cluster: ClusterInformer = ctx.sources.cluster
         self.records = ctx.sources.records
         self.statuses = ManifestStatuses(ctx.sources.interpreter, ctx.events)
         self.writes = OwnWrites()
@@ -171,7 +171,7 @@ class ExecutionController(WorkController):
         dispatching = dispatching_condition(work)
         if not conditions.set_condition(conds, dispatching):
             return False
-        self.ctx.events.record(
+        self.ctx.events.emit(
             work, "Normal", names.EVENT_WORK_DISPATCHING, str(dispatching["message"])
         )
         return True
@@ -225,14 +225,14 @@ class ExecutionController(WorkController):
                 )
                 raise
             if first:
-                self.statuses.record_written(before, status_of(work), outcome.health_problems)
+                self.statuses.emit_written(before, status_of(work), outcome.health_problems)
         if outcome.applied:
             await save_quietly(self.records, work)
         return work
 
     def _synced(self, work: JsonDict) -> None:
         name = (work.get("metadata") or {}).get("name")
-        self.ctx.events.record(
+        self.ctx.events.emit(
             work,
             "Normal",
             names.EVENT_SYNC_SUCCEED,
@@ -255,7 +255,7 @@ class ExecutionController(WorkController):
         )
         errors = outcome.messages()
         aggregate = errors[0] if len(errors) == 1 else f"[{', '.join(errors)}]"
-        self.ctx.events.record(
+        self.ctx.events.emit(
             work,
             "Warning",
             names.EVENT_SYNC_FAILED,
@@ -297,7 +297,7 @@ class ExecutionController(WorkController):
                 continue
             contest.reported = True
             message = next(m for _, m in outcome.errors if m.endswith(contest.message()))
-            self.ctx.events.record(work, "Warning", EVENT_REAPPLY_THROTTLED, message)
+            self.ctx.events.emit(work, "Warning", EVENT_REAPPLY_THROTTLED, message)
             self.log.warning(
                 "member object keeps being undone; re-applied with backoff",
                 work=f"{self.namespace}/{contest.work}",

@@ -46,7 +46,7 @@ from agent.kube.errors import ConflictError, InvalidNameError, KubeError, NotFou
 from agent.kube.resources import NAMESPACES
 from agent.logs import bound_contextvars, get_logger
 from agent.resources import WORKS
-from agent.sources.cluster import ClusterWatch
+from agent.sources.cluster import ClusterInformer
 from agent.sources.works import WorkInformer
 
 from .deletion_guard import DeletionGuard
@@ -87,7 +87,7 @@ class Deletion:
         self,
         ctx: AgentContext,
         works: WorkInformer,
-        cluster: ClusterWatch,
+        cluster: ClusterInformer,
         writes: OwnWrites,
         forget: Callable[[str], None],
     ) -> None:
@@ -197,7 +197,7 @@ class Deletion:
             f"{described or 'none known to this agent'}"
         )
         log.warning("Work deleted without cleanup; member objects orphaned", objects=described)
-        self.ctx.events.record(work, "Warning", EVENT_WORK_ORPHANED, message)
+        self.ctx.events.emit(work, "Warning", EVENT_WORK_ORPHANED, message)
         with contextlib.suppress(AttributeError):
             self.ctx.metrics.works_orphaned.inc()
 
@@ -286,7 +286,7 @@ class Deletion:
             + "; ".join(failures)
         )
         log.warning("member objects not deleted", failures=failures)
-        self.ctx.events.record(work, "Warning", EVENT_CLEANUP_WORK_FAILED, message)
+        self.ctx.events.emit(work, "Warning", EVENT_CLEANUP_WORK_FAILED, message)
         conditions = copy_conditions(work)
         condition = new_condition(CONDITION_DELETED, "False", REASON_DELETION_FAILED, message)
         if set_condition(conditions, condition):

@@ -32,7 +32,7 @@ from agent.kube.resources import LEASES
 from agent.kube.tasks import background
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
-from agent.sources.cluster import ClusterWatch
+from agent.sources.cluster import ClusterInformer
 from agent.sources.link import Outage
 from agent.sources.works import WorkInformer
 from agent.timefmt import rfc3339
@@ -59,7 +59,7 @@ class DeletionGuard:
         self,
         ctx: AgentContext,
         works: WorkInformer,
-        cluster: ClusterWatch,
+        cluster: ClusterInformer,
         *,
         clock: Clock = REAL_CLOCK,
         wall_clock: Callable[[], datetime.datetime] | None = None,
@@ -121,7 +121,7 @@ class DeletionGuard:
                 f"{outage.seconds:.0f}s (longer than the {self.link.lease_duration:.0f}s "
                 f"cluster lease)."
             )
-            self.ctx.events.record(work, "Warning", EVENT_DELETION_HELD, message)
+            self.ctx.events.emit(work, "Warning", EVENT_DELETION_HELD, message)
             log.warning(
                 "Work deletion held after an outage",
                 work=f"{self.works.namespace}/{name}",

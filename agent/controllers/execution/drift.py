@@ -12,7 +12,7 @@ The watch and the answer to an apply race: the watch may bring our own write, an
 undid it, before the apply's answer is recorded. So the events of an object that arrive while
 an apply of it is in flight are kept, and judged once the answer is known (`record`): the
 deletion of the very object the apply returned (same uid), or a change after our write that is
-not ours, means the write was undone at once (`Recorded.undone`); anything before it is what our
+not ours, means the write was undone at once (`Noted.undone`); anything before it is what our
 write replaced.
 """
 
@@ -56,7 +56,7 @@ class _Written:
 
 
 @dataclass(frozen=True)
-class Recorded:
+class Noted:
     """What recording an apply's answer found: the Work that wrote the object before, when
     another one (the object changed hands); and the watch event that undid the write already
     (the object deleted, or changed by someone else), if any."""
@@ -90,7 +90,7 @@ class OwnWrites:
             if not flights:
                 self._flights.pop(key, None)
 
-    def record(self, key: ObjectKey, work_name: str, applied: JsonDict) -> Recorded:
+    def note(self, key: ObjectKey, work_name: str, applied: JsonDict) -> Noted:
         """Remember what `work_name`'s apply returned (inside `in_flight(key)`)."""
         meta = applied.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
@@ -104,7 +104,7 @@ class OwnWrites:
         written.writer = work_name
         flights = self._flights.get(key) or [[]]
         undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
-        return Recorded(previous if previous != work_name else None, undone)
+        return Noted(previous if previous != work_name else None, undone)
 
     def _undone(
         self, written: _Written, version: str, uid: str, events: list[WatchEvent]

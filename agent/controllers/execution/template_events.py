@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.karmada import names
 from agent.karmada.work import Manifest
 from agent.logs import get_logger
@@ -41,12 +41,12 @@ def template_reference(manifest: JsonDict) -> JsonDict | None:
 
 
 class TemplateEvents:
-    def __init__(self, events: EventRecorder, cluster: str) -> None:
+    def __init__(self, events: EventEmitter, cluster: str) -> None:
         self.events = events
         self.cluster = cluster
 
     def succeeded(self, manifest: Manifest) -> None:
-        self._record(
+        self._emit(
             manifest,
             "Normal",
             names.EVENT_SYNC_SUCCEED,
@@ -56,7 +56,7 @@ class TemplateEvents:
 
     def failed(self, manifest: Manifest, error: str) -> None:
         where = f"{manifest.namespace}/{manifest.name}" if manifest.namespace else manifest.name
-        self._record(
+        self._emit(
             manifest,
             "Warning",
             names.EVENT_SYNC_FAILED,
@@ -64,7 +64,7 @@ class TemplateEvents:
             f"{error.removeprefix(manifest.label + ': ')}",
         )
 
-    def _record(self, manifest: Manifest, type_: Any, reason: str, message: str) -> None:
+    def _emit(self, manifest: Manifest, type_: Any, reason: str, message: str) -> None:
         reference = template_reference(manifest.obj)
         if reference is None:
             log.info(
@@ -73,4 +73,4 @@ class TemplateEvents:
                 reason=reason,
             )
             return
-        self.events.record(reference, type_, reason, message)
+        self.events.emit(reference, type_, reason, message)

@@ -19,7 +19,7 @@ from agent.controllers import load_builders
 from agent.controllers.execution import ExecutionController
 from agent.controllers.manager import ControllerManager
 from agent.controllers.work_status import WorkStatusController
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.karmada import names
 from agent.kube.client import GVR, KubeClient
 from agent.kube.config import ClientConfig
@@ -505,7 +505,7 @@ async def running_pair(
         metrics = StubMetrics()
         options = Options(cluster_name=CLUSTER, concurrent_work_syncs=3)
         sources = live_sources(karmada, member_client, options)
-        events = EventRecorder(karmada, component="karmada-agent")
+        events = EventEmitter(karmada, component="karmada-agent")
         ctx = AgentContext(
             options=options,
             cluster_name=CLUSTER,

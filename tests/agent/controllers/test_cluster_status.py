@@ -21,13 +21,13 @@ from agent.controllers.cluster_status import (
     trim_node,
     trim_pod,
 )
-from agent.events import EventRecorder
+from agent.events import EventEmitter
 from agent.kube.clock import FakeClock, ServerClock
 from agent.kube.resources import EVENTS, NODES
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
-from agent.sources.cluster import ClusterWatch
+from agent.sources.cluster import ClusterInformer
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
 from tests.agent.controllers.harness import HeldEvents
 from tests.fakewall import wall_fake_clock
@@ -234,7 +234,7 @@ async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: 
         member,
         options,
     ):
-        watch = ClusterWatch(karmada, "member1")
+        watch = ClusterInformer(karmada, "member1")
         controller = ClusterStatusController(
             karmada=karmada, member=member, options=options, cluster_watch=watch
         )
@@ -273,7 +273,7 @@ async def test_a_late_watch_event_does_not_take_the_cluster_back_before_our_writ
         member,
         options,
     ):
-        watch = ClusterWatch(karmada, "member1")
+        watch = ClusterInformer(karmada, "member1")
         controller = ClusterStatusController(
             karmada=karmada, member=member, options=options, cluster_watch=watch
         )
@@ -316,7 +316,7 @@ async def _cached_node(controller: ClusterStatusController, name: str) -> bool:
     return controller.caches is not None and controller.caches.nodes.store.get(name) is not None
 
 
-async def _labelled(watch: ClusterWatch) -> bool:
+async def _labelled(watch: ClusterInformer) -> bool:
     return ((watch.cluster or {}).get("metadata") or {}).get("labels", {}).get("edited") == "yes"
 
 
@@ -454,7 +454,7 @@ async def skew_controller(tmp_path: Path) -> AsyncIterator[Any]:
         options,
     ):
         registry = CollectorRegistry()
-        events = EventRecorder(karmada, component="karmada-agent")
+        events = EventEmitter(karmada, component="karmada-agent")
         controller = ClusterStatusController(
             karmada=karmada,
             member=member,

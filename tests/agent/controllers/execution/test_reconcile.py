@@ -107,7 +107,7 @@ class FakeRecords:
 class FakeEvents:
     recorded: list[tuple[str, str]] = field(default_factory=list)
 
-    def record(self, obj: JsonDict, type_: str, reason: str, message: str) -> None:
+    def emit(self, obj: JsonDict, type_: str, reason: str, message: str) -> None:
         self.recorded.append((type_, reason))
 
 
