@@ -10,6 +10,8 @@ starts that Pod's container as a local process, unchanged:
 - env from the container (`value`, and `valueFrom.fieldRef` of the Pod: status.podIP,
   metadata.name, metadata.namespace), HOSTNAME the Pod's name, KUBERNETES_SERVICE_HOST/PORT
   the member's API server;
+- a Pod IP the process can bind: the sandbox's Pod network is the host's loopback, so the
+  Pod's status reports a 127.x.y.z address, as a kubelet reports the IP its network gave;
 - every Secret volume at its mountPath (its `items` and defaultMode honoured), and the Pod's
   ServiceAccount token, the member's CA and the namespace at
   /var/run/secrets/kubernetes.io/serviceaccount, as the ServiceAccount admission plugin and
@@ -28,6 +30,7 @@ import asyncio
 import base64
 import functools
 import os
+import random
 import re
 import shlex
 import shutil
@@ -201,6 +204,16 @@ async def deployment_pod(member: KubeClient, namespace: str, name: str) -> JSON:
     return pod
 
 
+async def _loopback_pod_ip(member: KubeClient, pod: JSON) -> JSON:
+    address = f"127.{random.randint(1, 254)}.{random.randint(1, 254)}.{random.randint(1, 254)}"
+    status = {"podIP": address, "podIPs": [{"ip": address}]}
+    patched: JSON = await member.patch(
+        PODS, pod["metadata"]["name"], {"status": status},
+        namespace=pod["metadata"]["namespace"], subresource="status",
+    )  # fmt: skip
+    return patched
+
+
 async def secret_volume_files(
     member: KubeClient, pod: JSON, container: JSON
 ) -> dict[str, tuple[bytes, int]]:
@@ -247,6 +260,7 @@ async def start_pod_container(
 ) -> PodProcess:
     """Start the container of the running Pod of `deployment` (see the module docstring)."""
     pod = await deployment_pod(member, namespace, deployment)
+    pod = await _loopback_pod_ip(member, pod)
     container = next(c for c in pod["spec"]["containers"] if c["name"] == container_name)
     files = await secret_volume_files(member, pod, container)
     if pod["spec"].get("automountServiceAccountToken", True):
