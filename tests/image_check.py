@@ -59,10 +59,11 @@ VENV_PATH = "/opt/venv"
 # Python minor of each Debian release, for matching distroless/debian base images.
 DEBIAN_PYTHON = {"11": "3.9", "12": "3.11", "13": "3.13"}
 COMMAND_TIMEOUT = 120
-# What the runtime stage may add to the base image (distroless python3-debian12, about 53 MB):
-# the venv without the exec-auth extra measures about 39 MB (docs/benchmarks.md); the issue's
-# ceiling is 100 MB beyond the base.
-RUNTIME_BUDGET_MB = 50
+# What the runtime stage may add to the base image (distroless python3-debian12, about 53 MB),
+# by EXTRAS: the default image's venv measures 35.4 MB (docs/benchmarks.md; the ceiling asked
+# of it is 100 MB beyond the base); the opt-in exec-auth variant carries the kubernetes
+# package, 187 MB.
+RUNTIME_BUDGET_MB = {"": 50, "exec-auth": 200}
 # The platforms the image is built for (the Dockerfile's header), as wheel platform tags: the
 # manylinux tags up to Debian 12's glibc 2.36 (pip takes each as given, so each is listed).
 WHEEL_PLATFORMS = {
@@ -429,8 +430,11 @@ def tree_bytes(root: Path) -> int:
     return total
 
 
-def check_size(failures: Failures, root: Path) -> str:
-    """What the runtime stage adds to its base image, against RUNTIME_BUDGET_MB."""
+def check_size(failures: Failures, root: Path, extras: str) -> str:
+    """What the runtime stage adds to its base image, against its RUNTIME_BUDGET_MB."""
+    budget = RUNTIME_BUDGET_MB.get(extras)
+    failures.check(budget is not None, f"no size budget for EXTRAS={extras!r}")
+    budget = budget or 0
     added = tree_bytes(root) / 1e6
     venv = tree_bytes(root / VENV_PATH.lstrip("/")) / 1e6
     site = next((root / VENV_PATH.lstrip("/")).glob("lib/python3.*/site-packages"), None)
@@ -442,13 +446,13 @@ def check_size(failures: Failures, root: Path) -> str:
         )
         largest = [f"{name} {size / 1e6:.1f}" for size, name in sizes[:6]]
     failures.check(
-        added <= RUNTIME_BUDGET_MB,
-        f"the runtime stage adds {added:.1f} MB to its base image, over the "
-        f"{RUNTIME_BUDGET_MB} MB budget (largest in site-packages, MB: {', '.join(largest)})",
+        added <= budget,
+        f"the runtime stage adds {added:.1f} MB to its base image, over the {budget} MB budget "
+        f"of EXTRAS={extras!r} (largest in site-packages, MB: {', '.join(largest)})",
     )
     return (
         f"runtime stage adds {added:.1f} MB to the base image (venv {venv:.1f} MB; budget "
-        f"{RUNTIME_BUDGET_MB} MB); largest, MB: {', '.join(largest)}"
+        f"{budget} MB for EXTRAS={extras!r}); largest, MB: {', '.join(largest)}"
     )
 
 
@@ -597,7 +601,7 @@ def main(argv: list[str] | None = None) -> int:
         if root is not None:
             check_image(failures, VERSION, root, Path(tmp))
             check_extras(failures, root, build_args.get("EXTRAS", ""), Path(tmp))
-            reports.append(check_size(failures, root))
+            reports.append(check_size(failures, root, build_args.get("EXTRAS", "")))
             wheel = next(Path(tmp).glob("stage-*/wheels/karmada_pull_agent-*.whl"), None)
             failures.check(wheel is not None, "the replayed build made no karmada_pull_agent wheel")
             if wheel is not None:

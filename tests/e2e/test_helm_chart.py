@@ -44,7 +44,7 @@ CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 RELEASE = "karmada-agent"
 NAMESPACE = "karmada-system"
-REGISTRY, REPOSITORY, TAG = "ghcr.io", "karmada-pull-agent/karmada-agent", "v0.1.0"
+REGISTRY, REPOSITORY, TAG = "ghcr.io", "karmada-pull-agent/karmada-agent", "0.1.0"
 STAND_IN = Path(__file__).resolve().parent / "helm" / "common"
 SANDBOX = sandbox_missing_reason()
 
@@ -119,8 +119,9 @@ def kubeconfig_certificate(secret: JSON) -> bytes:
 
 
 async def test_chart_install_mode_agent_with_our_image(
-    helm: Path, chart: Path, tmp_path: Path
+    chart: Path, helm: Path, tmp_path: Path
 ) -> None:
+    # (The chart first: without it the test skips before helm is fetched.)
     async with (
         run_emulator("karmada", name="karmada") as cp,
         run_emulator("member", name=CLUSTER) as member_emulator,

@@ -48,7 +48,7 @@ CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
 NAMESPACE = "karmada-system"
 # What a user passes: our image in place of docker.io/karmada/karmada-agent.
-IMAGE = "ghcr.io/karmada-pull-agent/karmada-agent:v0.1.0"
+IMAGE = "ghcr.io/karmada-pull-agent/karmada-agent:0.1.0"
 KARMADACTL = binary("karmadactl")
 SANDBOX = sandbox_missing_reason()
 
