@@ -18,7 +18,8 @@
 # with its dependencies): build with --build-arg EXTRAS=exec-auth for that.
 #
 # Size: the runtime stage adds the venv (and a copy of the console script) to the base image,
-# gcr.io/distroless/python3-debian12, published at about 53 MB uncompressed (amd64);
+# gcr.io/distroless/python3-debian12, published at about 53 MB uncompressed for amd64
+# (approximate: image-check has no image engine to measure it);
 # `make image-check` fails when what this file adds exceeds its budget.
 
 ARG VERSION=0.1.0
