@@ -147,6 +147,7 @@ class PodProcess:
             lines.append(f"mount -t overlay overlay -o {shlex.quote(options)} {shlex.quote(top)}")
         for index, (path, (data, mode)) in enumerate(sorted(resolved.items())):
             source = staged / str(index)
+            source.touch(mode=0o600)  # Secret data: readable by this user only until placed
             source.write_bytes(data)
             lines.append(f"mkdir -p {shlex.quote(os.path.dirname(path))}")
             lines.append(f"cp {shlex.quote(str(source))} {shlex.quote(path)}")
