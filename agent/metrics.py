@@ -135,6 +135,14 @@ class AgentMetrics:
             buckets=DURATION_BUCKETS,
             registry=registry,
         )
+        # The heartbeat (agent.controllers.heartbeat): its age is time() minus this. The
+        # control plane marks the cluster unknown when the Lease is not renewed for
+        # --cluster-lease-duration (40 s by default).
+        self.cluster_lease_renewed = gauge(
+            "karmada_agent_cluster_lease_last_renew_timestamp_seconds",
+            "When the agent last renewed its cluster's Lease on the control plane (its "
+            "heartbeat), as Unix time.",
+        )
         self.control_plane_unreachable = Counter(
             "karmada_agent_control_plane_unreachable",
             "Times the Karmada control plane became unreachable (a request got no response "
@@ -281,6 +289,7 @@ class AgentMetrics:
             self.cluster_sync_status_duration,
             self.cluster_health_probe_success,
             self.cluster_health_probe_duration,
+            self.cluster_lease_renewed,
         ):
             with contextlib.suppress(KeyError):
                 metric.remove(cluster)

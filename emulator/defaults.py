@@ -7,6 +7,7 @@ changes the object in place and only fills fields that are absent.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import Any
 
@@ -229,6 +230,16 @@ def namespace(obj: Obj) -> None:
 
 
 def secret(obj: Obj) -> None:
+    """`stringData` is write-only: kube's conversion of a v1 Secret merges each of its keys
+    into `data` (base64, overwriting) on every write, so it is never stored or returned.
+    A value that is not a string is left for validation to refuse."""
+    string_data = obj.get("stringData")
+    if isinstance(string_data, dict) and all(isinstance(v, str) for v in string_data.values()):
+        del obj["stringData"]
+        if string_data:
+            data = _dict(obj, "data")
+            for key, value in string_data.items():
+                data[key] = base64.b64encode(value.encode()).decode()
     obj.setdefault("type", "Opaque")
 
 

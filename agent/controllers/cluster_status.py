@@ -346,7 +346,12 @@ class ClusterStatusController:
             renew_interval=self.options.cluster_lease_renew_interval.total_seconds(),
             clock=self._clock,
             link=self.link,
+            on_renewed=self._lease_renewed,
         )
+
+    def _lease_renewed(self) -> None:
+        if self.metrics is not None:
+            self.metrics.cluster_lease_renewed.labels(self.cluster_name).set(time.time())
 
     @property
     def periodic(self) -> Periodic | None:

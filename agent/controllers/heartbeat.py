@@ -64,6 +64,7 @@ class Heartbeat:
         wall_clock: Callable[[], datetime.datetime] | None = None,
         server_clock: ServerClock | None = None,
         link: ControlPlaneLink | None = None,
+        on_renewed: Callable[[], None] | None = None,
     ) -> None:
         self.karmada = karmada
         self.cluster_name = cluster_name
@@ -81,6 +82,8 @@ class Heartbeat:
         # Told of every renewal, with the renewTime the Lease had when it was last read.
         self.link = link
         self._read_renew_time: object = None
+        # Told of every renewal (the heartbeat's metric).
+        self.on_renewed = on_renewed
 
     @property
     def running(self) -> bool:
@@ -162,6 +165,8 @@ class Heartbeat:
                     delay = min(delay * 2, MAX_BACKOFF)
                 continue
             self.renewals += 1
+            if self.on_renewed is not None:
+                self.on_renewed()
             if self.link is not None:
                 self.link.renewed(self._read_renew_time)
             self._read_renew_time = None

@@ -6,7 +6,8 @@ every API model, about 20 MiB that an agent on a small node should not carry for
 with an exec plugin or an auth-provider are loaded by the `kubernetes` package (contexts,
 KUBECONFIG merging, plugins, tokens, certificates, insecure-skip-tls-verify, tls-server-name,
 proxy-url), imported only then; its calls are blocking and untyped, so they are confined to this
-module and run in `asyncio.to_thread`.
+module and run in `asyncio.to_thread`. That package is an optional extra (EXEC_AUTH_EXTRA; the
+image's `EXTRAS=exec-auth` variant): without it such a kubeconfig is a ConfigError naming it.
 """
 # mypy: disallow-untyped-calls=False
 
@@ -300,21 +301,36 @@ def _read_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Cre
         raise ConfigError(f"kubeconfig: {exc}") from exc
 
 
-def _kubeconfig_errors() -> tuple[type[BaseException], ...]:
+EXEC_AUTH_EXTRA = "karmada-pull-agent[exec-auth]"
+
+
+def _kubernetes(where: str) -> tuple[Any, Any]:
+    """The `kubernetes` package's client and config modules, which only exec-plugin and
+    auth-provider users need: an optional extra, named in the error when it is missing."""
+    try:
+        from kubernetes import client, config
+    except ImportError as exc:
+        raise ConfigError(
+            f"{where}: the user authenticates with an exec plugin or an auth-provider, which "
+            f"needs the optional `kubernetes` package: install {EXEC_AUTH_EXTRA} (or use the "
+            f"image built with --build-arg EXTRAS=exec-auth)"
+        ) from exc
+    return client, config
+
+
+def _kubeconfig_errors(config: Any) -> tuple[type[BaseException], ...]:
     """What kubernetes.config raises for a kubeconfig that is unreadable, not YAML, or not
     shaped like a kubeconfig; each becomes a ConfigError naming the file."""
     import yaml
-    from kubernetes import config
 
     return (config.ConfigException, OSError, KeyError, ValueError, TypeError, AttributeError,
             yaml.YAMLError)  # fmt: skip
 
 
 def _load_kubeconfig_sync(path: str | None, context: str | None) -> Any:
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
     config_file = path or os.environ.get("KUBECONFIG") or os.path.expanduser("~/.kube/config")
+    client, config = _kubernetes(f"kubeconfig {config_file}")
+    configuration = client.Configuration()
     try:
         config.load_kube_config(
             config_file=config_file,
@@ -323,14 +339,13 @@ def _load_kubeconfig_sync(path: str | None, context: str | None) -> Any:
             persist_config=False,
             temp_file_path=private_temp_dir(),
         )
-    except _kubeconfig_errors() as exc:
+    except _kubeconfig_errors(config) as exc:
         raise ConfigError(f"kubeconfig {config_file}: {exc}") from exc
     return configuration
 
 
 def _load_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Any:
-    from kubernetes import client, config
-
+    client, config = _kubernetes("kubeconfig (inline)")
     configuration = client.Configuration()
     try:
         config.load_kube_config_from_dict(
@@ -340,7 +355,7 @@ def _load_kubeconfig_dict_sync(data: dict[str, Any], context: str | None) -> Any
             persist_config=False,
             temp_file_path=private_temp_dir(),
         )
-    except _kubeconfig_errors() as exc:
+    except _kubeconfig_errors(config) as exc:
         raise ConfigError(f"kubeconfig: {exc}") from exc
     return configuration
 

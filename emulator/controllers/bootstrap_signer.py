@@ -48,7 +48,7 @@ def detached_jws(content: str, token_id: str, token_secret: str) -> str:
 def _decoded(secret: JSON, key: str) -> str:
     value = (secret.get("data") or {}).get(key)
     if value is None:
-        return str((secret.get("stringData") or {}).get(key, ""))
+        return ""
     return base64.b64decode(value).decode(errors="replace")
 
 

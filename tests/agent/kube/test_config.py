@@ -111,6 +111,57 @@ async def test_exec_plugin_token_is_rerun_on_refresh(tmp_path: Path) -> None:
     assert await cfg.token_source.authorization() == "Bearer tok2"
 
 
+def exec_plugin_kubeconfig(tmp_path: Path) -> str:
+    script = tmp_path / "plugin.py"
+    script.write_text(
+        "import json\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+        "'kind': 'ExecCredential', 'status': {'token': 'from-plugin'}}))\n"
+    )
+    return kubeconfig(
+        tmp_path / "kc",
+        {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": sys.executable,
+                "args": [str(script)],
+                "interactiveMode": "Never",
+            }
+        },
+        {"server": "https://api:6443"},
+    )
+
+
+async def test_exec_plugin_works_with_the_exec_auth_extra(tmp_path: Path) -> None:
+    """The dev install carries the exec-auth extra (the kubernetes package)."""
+    cfg = await load_kubeconfig(exec_plugin_kubeconfig(tmp_path))
+    assert cfg.token_source is not None
+    assert await cfg.token_source.authorization() == "Bearer from-plugin"
+
+
+@pytest.mark.parametrize("inline", [False, True])
+async def test_exec_plugin_without_the_extra_is_an_error_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inline: bool
+) -> None:
+    """An install without the optional `kubernetes` package (the default image): an exec
+    plugin or auth-provider kubeconfig is refused with the extra to install, not a traceback."""
+    path = exec_plugin_kubeconfig(tmp_path)
+    document = yaml.safe_load((tmp_path / "kc").read_text())
+    for name in [m for m in sys.modules if m == "kubernetes" or m.startswith("kubernetes.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "kubernetes", None)  # what an absent package raises
+    load = load_kubeconfig_dict(document) if inline else load_kubeconfig(path)
+    with pytest.raises(ConfigError) as caught:
+        await load
+    message = str(caught.value)
+    assert "karmada-pull-agent[exec-auth]" in message
+    assert "exec plugin or an auth-provider" in message
+    assert message.startswith("kubeconfig (inline)" if inline else f"kubeconfig {path}")
+    # A certificate or token kubeconfig needs no extra.
+    token = kubeconfig(tmp_path / "token-kc", {"token": "t"}, {"server": "https://api:6443"})
+    assert (await load_kubeconfig(token)).host == "https://api:6443"
+
+
 async def test_load_order_and_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = kubeconfig(tmp_path / "env-kc", {"token": "t"}, {"server": "https://from-env:6443"})
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
