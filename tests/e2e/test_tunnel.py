@@ -371,3 +371,60 @@ async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_me
         assert body.startswith(b"HTTP/1.1 200")
         assert body.count(b'"name":"big-') == count
         assert relay.bytes_out > count * size
+
+
+async def test_slow_readers_that_go_away_mid_response_leave_the_route_working(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    """A client reads a large answer slowly, so the agent's DATA waits for the proxy-server's
+    window, then disconnects: its relay ends while its send waits. All of the member's
+    connections share the agent's one call, so a message cut off there would wedge (or garble)
+    the route for everyone; 20 times over, the route answers after each."""
+    count, size = 30, 1024 * 1024 - 4096
+    async with member_emulator.client() as admin:
+        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
+        for i in range(count):
+            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * size}}
+            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        expected = await kube_system_uid(bed, member_emulator)
+        [session] = bed.tunnel.sessions.values()
+        for attempt in range(20):
+            reader, writer = await _slow_reader(bed, hub, member_emulator)
+            await reader.readexactly(4096)  # the answer has begun, then nothing is read
+            await polling.eventually(
+                lambda: session.stream.send_window == 0,
+                timeout=20,
+                what=f"the agent's send to wait for window (attempt {attempt})",
+            )
+            writer.transport.abort()
+            assert await kube_system_uid(bed, member_emulator) == expected, hub.log()
+        assert bed.tunnel.sessions.get(session.server_id) is session  # never reconnected
+
+
+async def _slow_reader(
+    bed: AgentTunnel, hub: Hub, member: Emulator
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A CONNECT through the proxy-server, TLS for the route, a GET of every big ConfigMap, on a
+    socket with a small receive buffer."""
+    host, _, port = hub.connect_url.removeprefix("http://").rpartition(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    route = bed.publication.api_endpoint.removeprefix("https://")
+    writer.write(f"CONNECT {route} HTTP/1.1\r\nHost: {route}\r\n\r\n".encode())
+    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(bed.publication.ca_bundle).decode()
+    )
+    await writer.start_tls(context, server_hostname=route.rpartition(":")[0])
+    writer.write(
+        f"GET /api/v1/namespaces/bulk/configmaps HTTP/1.1\r\nHost: {route}\r\n"
+        f"Authorization: Bearer {member.admin_token}\r\nAccept-Encoding: identity\r\n"
+        "Connection: close\r\n\r\n".encode()
+    )
+    await writer.drain()
+    return reader, writer
