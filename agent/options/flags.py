@@ -191,6 +191,10 @@ FLAGS: tuple[Flag, ...] = (
           "Cluster's spec.apiEndpoint; never resolved. Not an upstream flag."),
     Flag("tunnel-keepalive-time", "duration", _TUNNEL,
           "Idle time after which the tunnel pings the proxy-server. Not an upstream flag."),
+    Flag("tunnel-max-streams", "int", _TUNNEL,
+          "Connections the tunnel carries at once (watches, logs, exec and requests through the "
+          "cluster proxy); beyond it a request is answered 429 TooManyRequests by the agent. "
+          "Bounds the agent's memory. Not an upstream flag."),
     Flag("metrics-bind-address", "str", _SERVING,
           "Address for Prometheus metrics (host:port or :port); 0 disables."),
     Flag("health-probe-bind-address", "str", _SERVING,

@@ -165,6 +165,7 @@ def _check_tunnel(o: Options, check: Callable[[str, str | None], None]) -> None:
     bad_label = next((x for x in domain_labels if dns1123_label_problem(x)), None)
     if bad_label is not None or len(o.cluster_name) + 1 + len(o.tunnel_domain) > 253:
         check("tunnel-domain", f"{o.tunnel_domain!r} is not a DNS domain (lower-case labels)")
+    check("tunnel-max-streams", None if o.tunnel_max_streams > 0 else "must be greater than 0")
     if o.tunnel_keepalive_time < MIN_TUNNEL_KEEPALIVE:
         check(
             "tunnel-keepalive-time",

@@ -65,6 +65,17 @@ class TunnelMetrics:
             "route, refused (DIAL_RSP with an error).",
             registry=registry,
         )
+        self.refused_streams = Counter(
+            "karmada_agent_tunnel_refused_streams",
+            "Connections through the tunnel refused because --tunnel-max-streams were open "
+            "(answered 429 TooManyRequests by the agent itself).",
+            registry=registry,
+        )
+        self.max_streams = Gauge(
+            "karmada_agent_tunnel_max_streams",
+            "The cap on connections the tunnel carries at once (--tunnel-max-streams).",
+            registry=registry,
+        )
         self.connects = Counter(
             "karmada_agent_tunnel_connects",
             "Attempts to connect to a proxy-server instance, by result (success, error, "

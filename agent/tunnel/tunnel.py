@@ -35,6 +35,7 @@ from agent.kube.transport import build_ssl_context
 from agent.logs import get_logger
 from agent.options import Options
 from agent.tunnel.grpc_call import GrpcCall, GrpcError
+from agent.tunnel.limits import StreamLimit
 from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.metrics import TunnelMetrics
 from agent.tunnel.route import DialPolicy, Route, TunnelPublication, route_for
@@ -64,6 +65,7 @@ class TunnelSettings:
     keepalive_interval: float = 40.0
     keepalive_timeout: float = 20.0
     user_agent: str = "karmada-agent"
+    max_streams: int = 500
 
 
 class Tunnel:
@@ -86,6 +88,8 @@ class Tunnel:
         self._backoff = backoff
         self._reachability = reachability
         self.policy = DialPolicy(settings.route, on_refused=metrics.refused_dials.inc)
+        self.limit = StreamLimit(settings.max_streams)
+        metrics.max_streams.set(settings.max_streams)
         self.sessions: dict[str, Session] = {}
         self.server_count = 1
         self._session_tasks: dict[str, asyncio.Task[str]] = {}
@@ -184,7 +188,10 @@ class Tunnel:
             policy=self.policy,
             member=self._member,
             server_context=self._route_ca.server_context,
+            http1_context=self._route_ca.http1_context,
             metrics=self._metrics,
+            limit=self.limit,
+            cluster=self._route_ca.cluster,
         )
 
     async def _run(self) -> None:
@@ -296,6 +303,7 @@ def build_tunnel(
         token_file=options.tunnel_token_file,
         keepalive_interval=options.tunnel_keepalive_time.total_seconds(),
         user_agent=user_agent,
+        max_streams=options.tunnel_max_streams,
     )
     route_ca = RouteCA(
         member,

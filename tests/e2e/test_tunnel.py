@@ -428,3 +428,58 @@ async def _slow_reader(
     )
     await writer.drain()
     return reader, writer
+
+
+async def test_beyond_the_stream_cap_a_request_is_told_so_and_counted(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    async with tunnel_for(  # type: ignore[attr-defined]
+        "member1", member_emulator, karmada, hub, extra=("--tunnel-max-streams=2",)
+    ) as bed:
+        await connected(bed)
+        config = member_kubeconfig(
+            tmp_path / "tunnel.kubeconfig", bed.publication, token=member_emulator.admin_token
+        )
+        async with (
+            control_plane_client(bed.publication, token=member_emulator.admin_token) as one,
+            control_plane_client(bed.publication, token=member_emulator.admin_token) as two,
+            one.stream("GET", "/api/v1/namespaces", params={"watch": "1"}),
+            two.stream("GET", "/api/v1/configmaps", params={"watch": "1"}),
+        ):
+            assert bed.tunnel.limit.open == 2
+            async with control_plane_client(
+                bed.publication, token=member_emulator.admin_token
+            ) as third:
+                refused = await third.get("/api/v1/namespaces")
+            assert refused.status_code == 429, refused.text
+            status = refused.json()
+            assert (status["kind"], status["reason"]) == ("Status", "TooManyRequests")
+            assert "tunnel of cluster member1 carries at most 2 connections" in status["message"]
+            with pytest.raises(AssertionError) as failed:
+                await kubectl(config, "get", "namespaces")
+            assert "Error from server (TooManyRequests): the tunnel of cluster member1 carries" in (
+                str(failed.value)
+            )
+            assert bed.metric("karmada_agent_tunnel_refused_streams_total") == 2
+            assert bed.metric("karmada_agent_tunnel_max_streams") == 2
+        await polling.eventually(lambda: bed.tunnel.limit.open == 0, what="the watches closed")
+        assert await kube_system_uid(bed, member_emulator)
+
+
+async def test_a_member_api_server_that_does_not_answer_is_named_to_the_user(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        await member_emulator.faults.go_offline()
+        async with control_plane_client(bed.publication, token=member_emulator.admin_token) as c:
+            response = await c.get("/api/v1/namespaces")
+        assert response.status_code == 503, response.text
+        status = response.json()
+        assert status["reason"] == "ServiceUnavailable"
+        assert status["message"].startswith(
+            f"the API server of cluster member1 ({member_emulator.url.removeprefix('https://')})"
+            " does not answer its karmada-agent: dial tcp"
+        ), status["message"]
+        await member_emulator.faults.come_back()
+        assert await kube_system_uid(bed, member_emulator)

@@ -78,6 +78,7 @@ OUR_FLAGS = {
     "tunnel-proxy-url": "http://karmada-tunnel-connect.karmada-system.svc:8090",
     "tunnel-domain": "karmada-tunnel.invalid",
     "tunnel-keepalive-time": "40s",
+    "tunnel-max-streams": 500,
 }
 
 
