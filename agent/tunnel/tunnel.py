@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.events import EventRecorder
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
@@ -40,6 +41,7 @@ from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.metrics import TunnelMetrics
 from agent.tunnel.route import DialPolicy, Route, TunnelPublication, route_for
 from agent.tunnel.route_ca import RouteCA
+from agent.tunnel.route_check import Probe, RouteCheck
 from agent.tunnel.session import Session
 
 CONNECT_PATH = "/AgentService/Connect"
@@ -98,6 +100,24 @@ class Tunnel:
         self._stopping = False
         self.connected = asyncio.Event()
         self._failing = False
+
+    def route_check(
+        self,
+        probe: Probe,
+        *,
+        karmada: KubeClient | None = None,
+        events: EventRecorder | None = None,
+    ) -> RouteCheck:
+        """A check that the cluster's route answers for this tunnel (agent.tunnel.route_check)."""
+        return RouteCheck(
+            cluster=self._route_ca.cluster,
+            probe=probe,
+            route_dials=lambda: self.policy.allowed,
+            connected=self.connected.is_set,
+            metrics=self._metrics,
+            karmada=karmada,
+            events=events,
+        )
 
     async def publication(self) -> TunnelPublication:
         """The route and CA registration publishes (loads or creates the tunnel CA)."""

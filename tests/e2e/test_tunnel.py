@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 
 from agent.app import RECONNECT_CAP, RECONNECT_INITIAL
+from agent.events import EventRecorder
 from agent.kube.backoff import Backoff
+from agent.kube.client import KubeClient
+from agent.kube.resources import EVENTS
+from agent.resources import CLUSTERS
 from emulator.emulator import Emulator, run_emulator
 from emulator.netproxy import LinkProxy
 from tests import polling
@@ -33,7 +39,7 @@ from tests.agent.tunnel.harness import (
     member_kubeconfig,
     open_hub,
 )
-from tests.e2e.support import kubectl
+from tests.e2e.support import client_for, kubectl
 
 
 @pytest_asyncio.fixture
@@ -483,3 +489,70 @@ async def test_a_member_api_server_that_does_not_answer_is_named_to_the_user(
         ), status["message"]
         await member_emulator.faults.come_back()
         assert await kube_system_uid(bed, member_emulator)
+
+
+async def test_a_route_claimed_by_someone_else_is_noticed_said_and_taken_back(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A tunnel agent of another cluster (its own member, its own tunnel CA, a certificate of
+    Karmada's CA) claims member1's route first. member1's agent checks its route through the
+    control plane, sees the answer did not come from it, says so (condition, Warning Event,
+    metric), and holds the route again once the claimant's call ends."""
+    karmada_client = await client_for(karmada.write_kubeconfig(tmp_path / "karmada"))
+    await karmada_client.create(
+        CLUSTERS, {"apiVersion": CLUSTERS.api_version, "kind": "Cluster",
+                   "metadata": {"name": "member1"}, "spec": {"syncMode": "Pull"}},
+    )  # fmt: skip
+    events = EventRecorder(karmada_client)
+    async with run_emulator("member", name="elsewhere") as elsewhere:
+        claimant = contextlib.AsyncExitStack()
+        try:
+            await connected(
+                await claimant.enter_async_context(
+                    tunnel_for("member1", elsewhere, karmada, hub)  # type: ignore[arg-type]
+                )
+            )
+            async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+                await connected(bed)
+
+                async def probe() -> tuple[int, str]:
+                    """As karmada-aggregated-apiserver's cluster proxy answers /version."""
+                    async with control_plane_client(
+                        bed.publication, token=member_emulator.admin_token
+                    ) as client:
+                        try:
+                            response = await client.get("/version")
+                        except httpx.HTTPError as exc:
+                            return 503, f"error trying to reach service: {exc}"
+                    return response.status_code, response.text
+
+                check = bed.tunnel.route_check(probe, karmada=karmada_client, events=events)
+                verdict = await check.check_and_report()
+                assert verdict.held is False
+                assert "CERTIFICATE_VERIFY_FAILED" in verdict.seen
+                assert bed.metric("karmada_agent_tunnel_route_held") == 0
+                assert bed.metric("karmada_agent_tunnel_route_checks_total", result="claimed") == 1
+                condition = await _route_condition(karmada_client)
+                assert (condition["status"], condition["reason"]) == ("False", "ClaimedElsewhere")
+                assert "CERTIFICATE_VERIFY_FAILED" in condition["message"]
+                await events.flush(10)
+                warned = await karmada_client.list(EVENTS, namespace="default")
+                assert [e["reason"] for e in warned["items"]] == ["TunnelRouteClaimed"]
+                assert warned["items"][0]["type"] == "Warning"
+
+                await claimant.aclose()  # the claimant's call ends
+                verdict = await polling.eventually(
+                    check.check_and_report, until=lambda v: v.held, what="the route back"
+                )
+                assert bed.metric("karmada_agent_tunnel_route_held") == 1
+                condition = await _route_condition(karmada_client)
+                assert (condition["status"], condition["reason"]) == ("True", "AnsweredByAgent")
+        finally:
+            await claimant.aclose()
+            await events.stop()
+            await karmada_client.close()
+
+
+async def _route_condition(karmada_client: KubeClient) -> dict[str, str]:
+    cluster = await karmada_client.get(CLUSTERS, "member1")
+    return next(c for c in cluster["status"]["conditions"] if c["type"] == "TunnelRouteHeld")

@@ -21,4 +21,3 @@ def test_the_cap_holds_and_a_burst_is_trimmed_once_the_tunnel_is_idle() -> None:
     assert limit.acquire()
     limit.release()
     assert trims == [0]  # a single connection is no burst
-
