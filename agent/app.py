@@ -529,6 +529,7 @@ class Agent:
             backoff=Backoff(initial=RECONNECT_INITIAL, cap=RECONNECT_CAP),
             reachability=transport.reachability,
             user_agent=USER_AGENT,
+            karmada=self.karmada,
         )
 
     def _start_route_check(self, tunnel: Tunnel) -> None:

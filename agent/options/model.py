@@ -97,6 +97,8 @@ class Options:
     tunnel_server_name: str = ""
     tunnel_server_ca_file: str = ""
     tunnel_token_file: str = ""
+    tunnel_service_account: str = ""
+    tunnel_token_audience: str = "karmada-tunnel"
     tunnel_proxy_url: str = DEFAULT_TUNNEL_PROXY_URL
     tunnel_domain: str = DEFAULT_TUNNEL_DOMAIN
     tunnel_keepalive_time: timedelta = timedelta(seconds=40)

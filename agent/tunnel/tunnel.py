@@ -12,8 +12,9 @@ jittered, capped Backoff) and go again at once when the control plane answers th
 requests after an outage, so the tunnel is back within one backoff slot of the hub's recovery.
 Credentials are taken fresh at every connection: the agent's current control-plane client
 certificate (certRotation replaces it; mTLS against the proxy-server's `--cluster-ca-cert`),
-and, with --tunnel-token-file, a service-account token re-read from that file (token review with
-`--agent-namespace/--agent-service-account/--authentication-audience`).
+and, for the proxy-server's token review (`--agent-namespace/--agent-service-account/
+--authentication-audience`), a bound token of --tunnel-service-account that the agent requests
+itself (agent.tunnel.token_request), or one re-read from --tunnel-token-file.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from agent.tunnel.route import DialPolicy, Route, TunnelPublication, route_for
 from agent.tunnel.route_ca import RouteCA
 from agent.tunnel.route_check import Probe, RouteCheck
 from agent.tunnel.session import Session
+from agent.tunnel.token_request import TunnelTokens
 
 CONNECT_PATH = "/AgentService/Connect"
 # The konnectivity agent's --sync-interval: the wait before trying again after landing on an
@@ -64,6 +66,8 @@ class TunnelSettings:
     server_name: str = ""
     ca_pem: bytes | None = dataclasses.field(default=None, repr=False)
     token_file: str = ""
+    service_account: str = ""
+    token_audience: str = ""
     keepalive_interval: float = 40.0
     keepalive_timeout: float = 20.0
     user_agent: str = "karmada-agent"
@@ -81,8 +85,10 @@ class Tunnel:
         metrics: TunnelMetrics,
         backoff: Backoff,
         reachability: Reachability | None = None,
+        tokens: TunnelTokens | None = None,
     ) -> None:
         self.settings = settings
+        self._tokens = tokens
         self._credentials = credentials
         self._member = member
         self._route_ca = route_ca
@@ -177,6 +183,8 @@ class Tunnel:
             except OSError as exc:
                 raise GrpcError(f"cannot read --tunnel-token-file: {exc.strerror}") from exc
             metadata.append(("Authorization", f"Bearer {token}"))
+        elif self._tokens is not None:
+            metadata.append(("Authorization", f"Bearer {await self._tokens.token()}"))
         return metadata
 
     async def connect_once(self) -> Session:
@@ -223,6 +231,8 @@ class Tunnel:
             try:
                 session = await self.connect_once()
             except GrpcError as exc:
+                if exc.status is not None and self._tokens is not None:
+                    self._tokens.forget()  # refused: the next attempt asks for a new token
                 await self._failed(str(exc))
                 continue
             if session.server_id in self.sessions:
@@ -297,6 +307,7 @@ def build_tunnel(
     backoff: Backoff,
     reachability: Reachability | None = None,
     user_agent: str = "karmada-agent",
+    karmada: KubeClient | None = None,
 ) -> Tunnel:
     """The tunnel the options describe (options.tunnel_enabled). ConfigError for a CA file
     that cannot be read or a member that is not reached over https."""
@@ -325,6 +336,13 @@ def build_tunnel(
         user_agent=user_agent,
         max_streams=options.tunnel_max_streams,
     )
+    tokens = None
+    if options.tunnel_service_account:
+        if karmada is None:
+            raise ConfigError("--tunnel-service-account needs the Karmada control-plane client")
+        tokens = TunnelTokens(
+            karmada, options.tunnel_service_account, options.tunnel_token_audience
+        )
     route_ca = RouteCA(
         member,
         namespace=options.karmada_kubeconfig_namespace,
@@ -339,6 +357,7 @@ def build_tunnel(
         metrics=metrics,
         backoff=backoff,
         reachability=reachability,
+        tokens=tokens,
     )
 
 

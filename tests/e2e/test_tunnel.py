@@ -326,6 +326,58 @@ async def test_token_authentication_instead_of_client_certificates(
             assert await kube_system_uid(bed, member_emulator)
 
 
+@pytest.mark.parametrize("kind", HUB_KINDS)
+async def test_agents_request_their_tunnel_token_and_a_users_certificate_claims_nothing(
+    kind: str, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    """The proxy-server's token review for karmada-system/karmada-tunnel-agent (the seeded
+    prerequisites: only the agents group may request its tokens). An agent requests its own
+    (--tunnel-service-account) and holds its route; a tunnel started with a user's Karmada
+    certificate (no grant) gets no token and claims no route."""
+    auth = TokenAuth(karmada)
+    flag = f"--tunnel-service-account={auth.namespace}/{auth.service_account}"
+    agent_user = "system:karmada:agent:member1"
+    agent_client = await client_for(
+        karmada.write_kubeconfig(tmp_path / "agent", user=agent_user, groups=list(AGENT_GROUPS))
+    )
+    user_client = await client_for(karmada.write_kubeconfig(tmp_path / "alice", user="alice"))
+    try:
+        async with (
+            open_hub(kind, cluster_ca_pem=karmada.ca_pem, token_auth=auth) as hub,
+            run_emulator("member", name="elsewhere") as elsewhere,
+            agent_tunnel(
+                cluster="member1",
+                member_emulator=elsewhere,
+                karmada_ca_pem=karmada.ca_pem,
+                client_cert=karmada.issue_client_cert("alice"),
+                server_address=hub.agent_address,
+                proxy_url=hub.connect_url,
+                server_ca_pem=hub.server_ca.cert_pem,
+                karmada_client=user_client,
+                extra=(flag,),
+            ) as impostor,
+        ):
+            await polling.eventually(
+                lambda: impostor.metric("karmada_agent_tunnel_connects_total", result="error") >= 1,
+                what="the impostor's attempt failing",
+            )
+            assert not impostor.tunnel.connected.is_set()
+            async with tunnel_for(  # type: ignore[attr-defined]
+                "member1",
+                member_emulator,
+                karmada,
+                hub,
+                extra=(flag,),
+                karmada_client=agent_client,
+            ) as bed:
+                await connected(bed)
+                assert await kube_system_uid(bed, member_emulator)
+            assert not impostor.tunnel.connected.is_set()
+    finally:
+        await agent_client.close()
+        await user_client.close()
+
+
 async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_memory(
     hub: Hub, karmada: Emulator, member_emulator: Emulator
 ) -> None:
