@@ -17,8 +17,8 @@ REPORT_SECRET_KINDS = ("KubeCredentials", "KubeImpersonator")
 DEFAULT_TUNNEL_PROXY_URL = "http://karmada-tunnel-connect.karmada-system.svc:8090"
 # RFC 6761 reserves .invalid never to resolve: the route name is only reachable through the tunnel.
 DEFAULT_TUNNEL_DOMAIN = "karmada-tunnel.invalid"
-# Connections the tunnel carries at once: 500 idle watches add about <measured> to the agent's
-# RSS (docs/benchmarks.md), well inside deploy/base's 384Mi limit with the agent's own work.
+# Connections the tunnel carries at once: 500 open watches add about 40 MiB to the agent's RSS
+# (docs/benchmarks.md, bench.tunnel), well inside deploy/base's 384Mi limit with its own work.
 DEFAULT_TUNNEL_MAX_STREAMS = 500
 # The stock proxy-server answers pings more frequent than this with GOAWAY (too_many_pings).
 MIN_TUNNEL_KEEPALIVE = timedelta(seconds=30)

@@ -423,3 +423,16 @@ async def test_the_agent_finds_its_route_answering_for_it(bed: Bed) -> None:
         cluster = (await client.get(f"{CLUSTER_API}/edge-a")).json()
     [condition] = [c for c in cluster["status"]["conditions"] if c["type"] == "TunnelRouteHeld"]
     assert (condition["status"], condition["reason"]) == ("True", "AnsweredByAgent")
+
+
+async def test_a_metadata_only_get_of_an_aggregated_cluster_is_answered_whole(bed: Bed) -> None:
+    """The heartbeat's read of its Cluster, answered by the stock aggregated apiserver through
+    the emulator's aggregation layer: the body is as long as its Content-Length says."""
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    for http2 in (False, True):
+        async with bed.cp.https_client(http2=http2, timeout=15) as client:
+            response = await client.get(f"{CLUSTER_API}/edge-a", headers={"Accept": accept})
+        assert response.status_code == 200, response.text
+        assert response.headers["content-length"] == str(len(response.content))
+        assert response.json()["kind"] == "PartialObjectMetadata"
+        assert response.json()["metadata"]["name"] == "edge-a"
