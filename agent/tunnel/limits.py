@@ -31,6 +31,7 @@ class StreamLimit:
         self.open = 0
         self.refusing = 0
         self._closed_since_trim = 0
+        self._full_told = False
         self._trim = trim if trim is not None else trim_heap
 
     def acquire(self) -> bool:
@@ -39,8 +40,14 @@ class StreamLimit:
         self.open += 1
         return True
 
+    def first_refusal(self) -> bool:
+        """True for the first refusal since the cap was last left: one log line per episode."""
+        told, self._full_told = self._full_told, True
+        return not told
+
     def release(self) -> None:
         self.open -= 1
+        self._full_told = False
         self._closed_since_trim += 1
         if self.open == 0 and self._closed_since_trim >= TRIM_AFTER:
             self._closed_since_trim = 0

@@ -5,10 +5,9 @@ DIAL_REQ -> the dial policy, the stream cap, then a TCP dial of the member API s
 DIAL_RSP{random, connectID} (or DIAL_RSP{random, error} for an address that is not the route).
 Beyond the cap, or with the member API server not answering, the dial is accepted and the agent
 answers the request itself with a Status saying so (agent.tunnel.refusal). DATA -> the
-connection's relay; CLOSE_REQ -> the relay
-ends (CLOSE_RSP follows from it; an unknown connectID gets CLOSE_RSP with an error at once, as
-the konnectivity agent answers); DIAL_CLS -> a dial still pending is abandoned. When the call
-ends, every connection on it is closed.
+connection's relay; CLOSE_REQ -> the relay ends (CLOSE_RSP follows from it; an unknown
+connectID gets CLOSE_RSP with an error at once, as the konnectivity agent answers); DIAL_CLS ->
+a dial still pending is abandoned. When the call ends, every connection on it is closed.
 """
 
 from __future__ import annotations
@@ -129,10 +128,12 @@ class Session:
         if not self._limit.acquire():
             self._metrics.refused_streams.inc()
             answer = stream_cap_reached(self._cluster, self._limit.limit)
-            log.warning(
-                "tunnel stream cap reached; a connection is refused",
-                max_streams=self._limit.limit,
-            )
+            if self._limit.first_refusal():
+                log.warning(
+                    "tunnel stream cap reached; connections beyond it are refused (429) until "
+                    "one closes (karmada_agent_tunnel_refused_streams_total counts them)",
+                    max_streams=self._limit.limit,
+                )
             if self._limit.may_answer_refusal():
                 self._spawn(self._answer(request, answer), f"answer-{request.random}")
             else:

@@ -21,3 +21,13 @@ def test_the_cap_holds_and_a_burst_is_trimmed_once_the_tunnel_is_idle() -> None:
     assert limit.acquire()
     limit.release()
     assert trims == [0]  # a single connection is no burst
+
+
+def test_reaching_the_cap_is_told_once_until_a_place_frees() -> None:
+    limit = StreamLimit(1, trim=lambda: None)
+    assert limit.acquire()
+    assert not limit.acquire()
+    assert [limit.first_refusal() for _ in range(3)] == [True, False, False]
+    limit.release()
+    assert limit.acquire()
+    assert limit.first_refusal()
