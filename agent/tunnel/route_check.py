@@ -106,14 +106,17 @@ class RouteCheck:
         self._told_cannot_check = False
         self._metrics.route_held.set(1 if verdict.held else 0)
         changed = self.last is None or self.last.held != verdict.held
+        news = changed or (self.last is not None and self.last.seen != verdict.seen)
         self.last = verdict
-        if not verdict.held:
+        if not verdict.held and news:
             log.warning(
                 "the cluster's tunnel route answers for someone else: a request for the cluster "
                 "through the control plane did not reach this agent",
                 cluster=self.cluster,
                 seen=verdict.seen,
             )
+        elif verdict.held and changed:
+            log.info("the cluster's tunnel route answers for this agent", cluster=self.cluster)
         if changed:
             await self._publish(verdict)
         return verdict
