@@ -599,6 +599,12 @@ async def test_a_route_claimed_by_someone_else_is_noticed_said_and_taken_back(
                 assert bed.metric("karmada_agent_tunnel_route_held") == 1
                 condition = await _route_condition(karmada_client)
                 assert (condition["status"], condition["reason"]) == ("True", "AnsweredByAgent")
+                await events.flush(10)
+                recorded = await karmada_client.list(EVENTS, namespace="default")
+                assert sorted((e["reason"], e["type"]) for e in recorded["items"]) == [
+                    ("TunnelRouteClaimed", "Warning"),
+                    ("TunnelRouteRecovered", "Normal"),
+                ]
         finally:
             await claimant.aclose()
             await events.stop()
