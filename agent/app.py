@@ -57,6 +57,7 @@ from agent.sources import Sources, live_sources
 from agent.sources.works import WorkInformer
 
 if TYPE_CHECKING:
+    from agent.tunnel.route_check import RouteCheck
     from agent.tunnel.tunnel import Tunnel
 
 EXIT_OK = 0
@@ -111,6 +112,7 @@ class Agent:
         self._early_works: WorkInformer | None = None
         self.lost_leadership = False
         self.tunnel: Tunnel | None = None
+        self.route_check: RouteCheck | None = None
 
     # --- readiness ---------------------------------------------------------------------------
 
@@ -206,6 +208,8 @@ class Agent:
             await self.tunnel.start()
 
         ctx = self._context()
+        if self.tunnel is not None:
+            self._start_route_check(self.tunnel)
         if self.options.leader_elect:
             return await self._run_with_leader_election(ctx)
         self.manager = ControllerManager(ctx, stop_timeout=self.shutdown_timeout)
@@ -525,7 +529,26 @@ class Agent:
             backoff=Backoff(initial=RECONNECT_INITIAL, cap=RECONNECT_CAP),
             reachability=transport.reachability,
             user_agent=USER_AGENT,
+            karmada=self.karmada,
         )
+
+    def _start_route_check(self, tunnel: Tunnel) -> None:
+        """Check now and then that the cluster's route answers for this agent."""
+        karmada = self.karmada
+        assert karmada is not None
+        path = (
+            f"/apis/cluster.karmada.io/v1alpha1/clusters/{self.options.cluster_name}/proxy/version"
+        )
+
+        async def probe() -> tuple[int, str]:
+            try:
+                response = await karmada.raw_get(path, timeout=30.0)
+            except KubeError as exc:
+                return 0, str(exc)
+            return response.status, response.text()
+
+        self.route_check = tunnel.route_check(probe, karmada=karmada, events=self.events)
+        self.route_check.start()
 
     # --- cleanup -------------------------------------------------------------------------------
 
@@ -537,6 +560,8 @@ class Agent:
 
     async def _close(self) -> None:
         await self._release_early_works()
+        if self.route_check is not None:
+            await self.route_check.stop()
         if self.tunnel is not None:
             await self.tunnel.stop()
         if self.reloader is not None:

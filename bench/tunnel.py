@@ -1,7 +1,7 @@
 """The tunnel's cost: latency, throughput, memory per stream, idle traffic, RSS off vs on, and
 the latency of the whole user path.
 
-    python -m bench.tunnel [--requests 200] [--stream-mib 50] [--streams 50]
+    python -m bench.tunnel [--requests 200] [--stream-mib 50] [--streams 50] [--max-streams N]
                            [--idle-seconds 60] [--kubectl-runs 20] [--out FILE]
 
 Processes of their own: the emulated control plane and member (bench.emulators), the STOCK
@@ -18,7 +18,9 @@ Measured:
   keep-alive) and on one kept-alive connection;
 - throughput of one `--stream-mib` response (ConfigMaps listed uncompressed) through the
   tunnel vs directly;
-- the tunnelled agent's RSS per open stream (`--streams` watches held open);
+- the tunnelled agent's RSS per open stream (`--streams` watches held open; beyond the agent's
+  `--tunnel-max-streams`, set with `--max-streams`, refused with 429), a Work's delivery while
+  they are open, and the RSS after they closed;
 - idle cost: keepalive pings per minute (the agent's own counter) and the agent's CPU seconds
   over `--idle-seconds`;
 - RSS after registration and an idle period, tunnel off vs on;
@@ -56,13 +58,14 @@ import yaml
 from agent.kube.client import GVR
 from agent.kube.errors import KubeError
 from agent.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS
-from agent.resources import CLUSTERS
+from agent.resources import CLUSTERS, WORKS
 from emulator import upstream
 from emulator.konnectivity.stock import StockProxyServer
 from emulator.pki import CertificateAuthority
 from emulator.upstream import KarmadaAggregatedApiserver
+from emulator.works import configmap, control_plane_work
 
-from .agent_latency import cpu_seconds, rss_mib
+from .agent_latency import cpu_seconds, rss_mib, wait_until
 from .emulators import EmulatorProcess, emulator_process
 from .report import report
 
@@ -364,6 +367,7 @@ async def run(args: argparse.Namespace) -> JSON:
                 "--tunnel-server-name=localhost",
                 f"--tunnel-proxy-url={hub.connect_url}",
                 f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+                *([f"--tunnel-max-streams={args.max_streams}"] if args.max_streams else []),
             )
             async with (
                 agent_process(cp, member, CLUSTER, directory, *tunnel_flags) as tunnelled,
@@ -412,7 +416,9 @@ async def run(args: argparse.Namespace) -> JSON:
                     "agent_cpu_seconds": round(agent_cpu, 2),
                 }
 
-                # RSS per open stream: watches held open through the tunnel.
+                # RSS per open stream: watches held open through the tunnel (beyond the
+                # agent's --tunnel-max-streams, refused with 429), Work delivery meanwhile, and
+                # the RSS once they are closed again.
                 rss_before = rss_mib(tunnelled.pid)
                 watchers = [
                     tunnel_client(spec, ca_bundle, token, keepalive=True)
@@ -426,15 +432,23 @@ async def run(args: argparse.Namespace) -> JSON:
                     streams.append(await client.send(request, stream=True))
                 await asyncio.sleep(2)  # settle before sampling memory, not synchronisation
                 rss_open = rss_mib(tunnelled.pid)
+                held = sum(1 for response in streams if response.status_code == 200)
+                refused = sum(1 for response in streams if response.status_code == 429)
+                delivery = await work_delivery_seconds(cp, member)
                 for response in streams:
                     await response.aclose()
                 for client in watchers:
                     await client.aclose()
+                await asyncio.sleep(5)  # settle before sampling memory, not synchronisation
                 results["per_stream"] = {
                     "streams": args.streams,
+                    "held": held,
+                    "refused_429": refused,
                     "rss_before_mib": round(rss_before, 1),
                     "rss_open_mib": round(rss_open, 1),
-                    "kib_per_stream": round((rss_open - rss_before) * 1024 / args.streams, 1),
+                    "rss_after_close_mib": round(rss_mib(tunnelled.pid), 1),
+                    "kib_per_stream": round((rss_open - rss_before) * 1024 / max(held, 1), 1),
+                    "work_delivery_seconds_while_open": delivery,
                 }
 
                 if server is not None:
@@ -463,11 +477,32 @@ async def run(args: argparse.Namespace) -> JSON:
     return results
 
 
+async def work_delivery_seconds(cp: EmulatorProcess, member: EmulatorProcess) -> float:
+    """Seconds from a Work's creation to its ConfigMap on the member."""
+    name = f"delivered-{int(time.time())}"
+    work = control_plane_work(CLUSTER, name, [configmap(name, {"k": "v"})])
+    started = time.monotonic()
+    await cp.admin.create(WORKS, work, namespace=f"karmada-es-{CLUSTER}")
+
+    async def arrived() -> bool:
+        try:
+            await member.admin.get(CONFIGMAPS, name, namespace="default")
+        except KubeError:
+            return False
+        return True
+
+    await wait_until(arrived, 60, "the Work's ConfigMap on the member")
+    return round(time.monotonic() - started, 2)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--stream-mib", type=int, default=50)
     parser.add_argument("--streams", type=int, default=50)
+    parser.add_argument(
+        "--max-streams", type=int, default=0, help="the agent's --tunnel-max-streams (0: default)"
+    )
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--kubectl-runs", type=int, default=20)
     parser.add_argument("--out", default="bench/results/tunnel.json")

@@ -6,7 +6,8 @@ that answers with objects, when asked with
 an object answers as a PartialObjectMetadata (its metadata only), each watch event's object too,
 and with `as=PartialObjectMetadataList` a list answers as a PartialObjectMetadataList. Only the
 first media range of Accept is looked at, as the emulator's Table does; errors (Status) are
-never transformed.
+never transformed, nor an answer already as asked (an aggregated API server's, passed on as it
+came). A re-encoded answer carries its own length, never the one the original came with.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def transform(req: ApiRequest, response: ApiResponse) -> ApiResponse:
         body = json.loads(response.body)
     except ValueError:
         return response
-    if not isinstance(body, dict) or body.get("kind") == "Status":
-        return response
+    if not isinstance(body, dict) or body.get("kind") in ("Status", kind):
+        return response  # an error, or (an aggregated API server's answer) already as asked
     is_list = isinstance(body.get("items"), list)
     if is_list and kind == LIST:
         body = {
@@ -74,7 +75,7 @@ def transform(req: ApiRequest, response: ApiResponse) -> ApiResponse:
         body = _partial(body, version)
     else:
         return response
-    response.body = json.dumps(body, separators=(",", ":")).encode()
+    response.replace_body(json.dumps(body, separators=(",", ":")).encode())
     response.headers["content-type"] = content_type
     return response
 

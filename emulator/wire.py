@@ -96,3 +96,10 @@ class ApiResponse:
     # A 101 answer to an upgrade request (exec, attach, port-forward): after the head, this
     # owns the connection until it returns. HTTP/1.1 only, as upgrades are.
     upgraded: Callable[[RawConnection], Awaitable[None]] | None = None
+
+    def replace_body(self, body: bytes) -> None:
+        """A new body in place of the old: a Content-Length the old one carried (an answer
+        proxied from an aggregated API server) goes, and each front writes the new length."""
+        self.body = body
+        for name in [k for k in self.headers if k.lower() == "content-length"]:
+            del self.headers[name]

@@ -585,6 +585,14 @@ class StreamAnswer:
         (the server's window and the socket)."""
         await self._stream.conn.send(self._stream, data, end_stream=False)
 
+    @property
+    def send_window(self) -> int:
+        """The bytes the server's flow-control window takes now (0 once the stream closed)."""
+        try:
+            return int(self._stream.conn.h2.local_flow_control_window(self._stream.id))
+        except h2.exceptions.H2Error:
+            return 0
+
 
 class Http2Client:
     """HTTP/2 requests and streams to one https server (see the module docstring)."""

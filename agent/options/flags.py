@@ -183,6 +183,14 @@ FLAGS: tuple[Flag, ...] = (
           "Service-account token file sent to the proxy-server, for its token authentication; "
           "re-read at every connection. Without it the agent's Karmada client certificate "
           "authenticates it (mTLS). Not an upstream flag."),
+    Flag("tunnel-service-account", "str", _TUNNEL,
+          "<namespace>/<name> of a ServiceAccount on the Karmada control plane whose bound token "
+          "(requested by the agent with TokenRequest, for --tunnel-token-audience) authenticates "
+          "it to the proxy-server's token review; a credential users never hold. Not an upstream "
+          "flag."),
+    Flag("tunnel-token-audience", "str", _TUNNEL,
+          "Audience of the tokens requested for --tunnel-service-account (the proxy-server's "
+          "--authentication-audience). Not an upstream flag."),
     Flag("tunnel-proxy-url", "str", _TUNNEL,
           "The proxy-server's HTTP CONNECT address as the control plane reaches it; written to "
           "the Cluster's spec.proxyURL. Not an upstream flag."),
@@ -191,6 +199,10 @@ FLAGS: tuple[Flag, ...] = (
           "Cluster's spec.apiEndpoint; never resolved. Not an upstream flag."),
     Flag("tunnel-keepalive-time", "duration", _TUNNEL,
           "Idle time after which the tunnel pings the proxy-server. Not an upstream flag."),
+    Flag("tunnel-max-streams", "int", _TUNNEL,
+          "Connections the tunnel carries at once (watches, logs, exec and requests through the "
+          "cluster proxy); beyond it a request is answered 429 TooManyRequests by the agent. "
+          "Bounds the agent's memory. Not an upstream flag."),
     Flag("metrics-bind-address", "str", _SERVING,
           "Address for Prometheus metrics (host:port or :port); 0 disables."),
     Flag("health-probe-bind-address", "str", _SERVING,

@@ -17,6 +17,9 @@ REPORT_SECRET_KINDS = ("KubeCredentials", "KubeImpersonator")
 DEFAULT_TUNNEL_PROXY_URL = "http://karmada-tunnel-connect.karmada-system.svc:8090"
 # RFC 6761 reserves .invalid never to resolve: the route name is only reachable through the tunnel.
 DEFAULT_TUNNEL_DOMAIN = "karmada-tunnel.invalid"
+# Connections the tunnel carries at once: 500 open watches add about 40 MiB to the agent's RSS
+# (docs/benchmarks.md, bench.tunnel), well inside deploy/base's 384Mi limit with its own work.
+DEFAULT_TUNNEL_MAX_STREAMS = 500
 # The stock proxy-server answers pings more frequent than this with GOAWAY (too_many_pings).
 MIN_TUNNEL_KEEPALIVE = timedelta(seconds=30)
 LOG_FORMATS = ("auto", "json", "console")
@@ -94,9 +97,12 @@ class Options:
     tunnel_server_name: str = ""
     tunnel_server_ca_file: str = ""
     tunnel_token_file: str = ""
+    tunnel_service_account: str = ""
+    tunnel_token_audience: str = "karmada-tunnel"
     tunnel_proxy_url: str = DEFAULT_TUNNEL_PROXY_URL
     tunnel_domain: str = DEFAULT_TUNNEL_DOMAIN
     tunnel_keepalive_time: timedelta = timedelta(seconds=40)
+    tunnel_max_streams: int = DEFAULT_TUNNEL_MAX_STREAMS
     # Logging.
     verbosity: int = 0
     log_format: LogFormat = "auto"

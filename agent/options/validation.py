@@ -165,6 +165,15 @@ def _check_tunnel(o: Options, check: Callable[[str, str | None], None]) -> None:
     bad_label = next((x for x in domain_labels if dns1123_label_problem(x)), None)
     if bad_label is not None or len(o.cluster_name) + 1 + len(o.tunnel_domain) > 253:
         check("tunnel-domain", f"{o.tunnel_domain!r} is not a DNS domain (lower-case labels)")
+    if o.tunnel_service_account:
+        namespace, _, name = o.tunnel_service_account.partition("/")
+        if dns1123_label_problem(namespace) or not name or "/" in name:
+            check("tunnel-service-account", "must be <namespace>/<name>")
+        if o.tunnel_token_file:
+            check("tunnel-service-account", "cannot be combined with --tunnel-token-file")
+        if not o.tunnel_token_audience:
+            check("tunnel-token-audience", "must not be empty with --tunnel-service-account")
+    check("tunnel-max-streams", None if o.tunnel_max_streams > 0 else "must be greater than 0")
     if o.tunnel_keepalive_time < MIN_TUNNEL_KEEPALIVE:
         check(
             "tunnel-keepalive-time",

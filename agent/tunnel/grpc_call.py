@@ -10,6 +10,12 @@ server answers with headers (its metadata), messages, and trailers carrying `grp
 Flow control is the backpressure: the stream's received bytes are acknowledged only as `recv`
 takes them, so a caller that stops taking stops the sender; `send` waits for the server's window
 and for the socket.
+
+Every connection relayed through the tunnel shares this one stream, and a message goes out in
+window-sized DATA frames: a message cut off part way would leave the server reading the next
+message's bytes as the rest of it (a hung stream, or garbage taken for a length). So one writer
+task writes the messages, whole, in the order they were sent; a sender cancelled while it waits
+only withdraws its message if the writer has not started on it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import asyncio
 import contextlib
 import ssl
 import struct
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from urllib.parse import unquote
 
@@ -57,8 +64,12 @@ class GrpcCall:
         self._chunks = answer.chunks()
         self.metadata: Mapping[str, str] = answer.headers
         self._buffer = bytearray()
-        self._send_lock = asyncio.Lock()
         self._error: GrpcError | None = None
+        # Messages waiting for the writer, each with the future its sender waits on.
+        self._outbox: deque[tuple[bytes, asyncio.Future[None]]] = deque()
+        self._queued = asyncio.Event()
+        self._send_error: GrpcError | None = None
+        self._writer = asyncio.create_task(self._write_messages(), name="grpc-writer")
 
     @classmethod
     async def open(
@@ -148,19 +159,54 @@ class GrpcCall:
             self._buffer += chunk
 
     async def send(self, message: bytes) -> None:
-        """Send one message; returns once the connection took it (server window and socket)."""
-        framed = _PREFIX.pack(0, len(message)) + message
-        async with self._send_lock:
+        """Send one message; returns once the connection took it (server window and socket).
+
+        Cancelled while it waits, the message is withdrawn if its writing has not begun, and
+        otherwise still goes out whole (see the module docstring)."""
+        if self._send_error is not None:
+            raise self._send_error
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._outbox.append((_PREFIX.pack(0, len(message)) + message, done))
+        self._queued.set()
+        await done
+
+    async def _write_messages(self) -> None:
+        while True:
+            while not self._outbox:
+                self._queued.clear()
+                await self._queued.wait()
+            framed, done = self._outbox.popleft()
+            if done.cancelled():
+                continue  # its sender went away before a byte of it was written
             try:
                 await self._answer.send(framed)
-            except ConnectionFailedError as exc:
-                raise GrpcError(f"the call is closed: {exc}") from exc
+            except Exception as exc:  # ConnectionFailedError; anything else ends the call too
+                self._fail_sends(GrpcError(f"the call is closed: {exc}"))
+                return
+            if not done.done():
+                done.set_result(None)
+
+    def _fail_sends(self, error: GrpcError) -> None:
+        self._send_error = self._send_error or error
+        while self._outbox:
+            _, done = self._outbox.popleft()
+            if not done.done():
+                done.set_exception(self._send_error)
 
     async def close(self) -> None:
         """End the call and the connection (at once; in-flight messages are dropped)."""
         # The connection first: that fails the stream, and so wakes a `recv` waiting on it.
         await self._client.aclose()
         await self._call.aclose()
+        self._writer.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._writer
+        self._fail_sends(GrpcError("the call is closed"))
+
+    @property
+    def send_window(self) -> int:
+        """What the server's flow-control window takes now: 0 while a send waits for it."""
+        return self._answer.send_window
 
     @property
     def closed(self) -> bool:

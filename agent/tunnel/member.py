@@ -17,10 +17,13 @@ from urllib.parse import urlsplit
 
 from agent.kube.config import ClientConfig
 from agent.kube.transport import build_ssl_context
+from agent.tunnel.terminator import TlsTerminator
 
 # As ANP's agent: a member that does not accept within this many seconds is a failed dial.
 DIAL_TIMEOUT = 5.0
 ALPN_PROTOCOLS = ("h2", "http/1.1")
+# What is read from the member's socket at once (one TLS record is at most 16 KiB of plaintext).
+MEMBER_READ = 16 * 1024 + 512
 
 
 class MemberDialError(Exception):
@@ -61,20 +64,32 @@ class MemberEndpoint:
         except OSError as exc:
             raise MemberDialError(f"dial tcp {self.address}: {exc.strerror or exc}") from exc
 
-    async def secure(self, writer: asyncio.StreamWriter, protocol: str) -> None:
-        """TLS on the dialled connection, offering only `protocol`."""
+    async def secure(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, protocol: str
+    ) -> TlsTerminator:
+        """TLS on the dialled connection, offering only `protocol`: the session, whose
+        ciphertext the caller moves over `reader` and `writer` (see agent.tunnel.terminator)."""
         ctx = self._contexts.get(protocol)
         if ctx is None:
             raise MemberDialError(f"the control plane chose {protocol!r}, which is not relayed")
+        tls = TlsTerminator(ctx, server_hostname=self.server_hostname)
         try:
-            await asyncio.wait_for(
-                writer.start_tls(ctx, server_hostname=self.server_hostname), self.dial_timeout
-            )
+            async with asyncio.timeout(self.dial_timeout):
+                while not tls.handshake():
+                    writer.write(tls.outgoing())
+                    await writer.drain()
+                    ciphertext = await reader.read(MEMBER_READ)
+                    if not ciphertext:
+                        raise ConnectionResetError("the connection was closed in the handshake")
+                    tls.feed(ciphertext)
+                writer.write(tls.outgoing())
         except (OSError, ssl.SSLError, TimeoutError) as exc:
-            raise MemberDialError(f"TLS to the member API server {self.address}: {exc}") from exc
-        ssl_object = writer.get_extra_info("ssl_object")
-        chosen = ssl_object.selected_alpn_protocol() if ssl_object is not None else None
+            raise MemberDialError(
+                f"TLS to the member API server {self.address}: {exc or type(exc).__name__}"
+            ) from exc
+        chosen = tls.alpn_protocol
         if (chosen or "http/1.1") != protocol:
             raise MemberDialError(
                 f"the member API server chose {chosen!r} where the control plane chose {protocol!r}"
             )
+        return tls

@@ -65,6 +65,30 @@ class TunnelMetrics:
             "route, refused (DIAL_RSP with an error).",
             registry=registry,
         )
+        self.refused_streams = Counter(
+            "karmada_agent_tunnel_refused_streams",
+            "Connections through the tunnel refused because --tunnel-max-streams were open "
+            "(answered 429 TooManyRequests by the agent itself).",
+            registry=registry,
+        )
+        self.max_streams = Gauge(
+            "karmada_agent_tunnel_max_streams",
+            "The cap on connections the tunnel carries at once (--tunnel-max-streams).",
+            registry=registry,
+        )
+        self.route_held = Gauge(
+            "karmada_agent_tunnel_route_held",
+            "1 when the last check of the cluster's route through the control plane reached "
+            "this agent, 0 when it answered for someone else (agent.tunnel.route_check).",
+            registry=registry,
+        )
+        self.route_checks = Counter(
+            "karmada_agent_tunnel_route_checks",
+            "Checks of the cluster's route through the control plane, by result (held, claimed, "
+            "unknown: not connected, or the control plane refused the agent).",
+            ["result"],
+            registry=registry,
+        )
         self.connects = Counter(
             "karmada_agent_tunnel_connects",
             "Attempts to connect to a proxy-server instance, by result (success, error, "

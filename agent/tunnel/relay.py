@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from agent.logs import get_logger
 from agent.tunnel import packets
-from agent.tunnel.member import MemberDialError, MemberEndpoint
+from agent.tunnel.member import MEMBER_READ, MemberDialError, MemberEndpoint
 from agent.tunnel.packets import Packet
 from agent.tunnel.terminator import TlsClosed, TlsTerminator
 
@@ -26,29 +26,17 @@ from agent.tunnel.terminator import TlsClosed, TlsTerminator
 QUEUE_PACKETS = 150
 # The proxy-server reads 32 KiB at a time; DATA packets towards it are no larger.
 PACKET_BYTES = 32 * 1024
-# TLS records are at most 16 KiB of plaintext: one member read fills one record.
-MEMBER_READ = 16 * 1024
 
 log = get_logger(__name__)
 
 Send = Callable[[Packet], Awaitable[None]]
 
 
-class Relay:
-    def __init__(
-        self,
-        connect_id: int,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        *,
-        member: MemberEndpoint,
-        server_context: ssl.SSLContext,
-        send: Send,
-    ) -> None:
+class PacketTls:
+    """The control plane's TLS session for the route, over the DATA packets of one connection."""
+
+    def __init__(self, connect_id: int, *, server_context: ssl.SSLContext, send: Send) -> None:
         self.connect_id = connect_id
-        self._reader = reader
-        self._writer = writer
-        self._member = member
         self._tls = TlsTerminator(server_context)
         self._send = send
         self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_PACKETS)
@@ -63,26 +51,6 @@ class Relay:
         """The proxy-server closed its side (CLOSE_REQ); what is queued still goes out."""
         with contextlib.suppress(asyncio.QueueFull):
             self._incoming.put_nowait(None)
-
-    async def run(self) -> None:
-        """Relay until either side ends; then close both and send CLOSE_RSP."""
-        error = ""
-        try:
-            if await self._handshake():
-                await self._member.secure(self._writer, self._tls.alpn_protocol or "http/1.1")
-                await self._pump()
-        except MemberDialError as exc:
-            error = str(exc)
-            log.warning("tunnel connection failed", connect_id=self.connect_id, error=error)
-        except ssl.SSLError as exc:
-            error = f"TLS with the control plane failed: {exc.reason or exc}"
-            log.info("tunnel connection refused at TLS", connect_id=self.connect_id, error=error)
-        except (ConnectionError, OSError) as exc:
-            error = str(exc)
-        finally:
-            self._writer.transport.abort()
-            with contextlib.suppress(Exception):
-                await self._send(packets.close_response(self.connect_id, error))
 
     async def _flush(self) -> None:
         out = self._tls.outgoing()
@@ -101,6 +69,46 @@ class Relay:
             self._tls.feed(chunk)
         await self._flush()
         return True
+
+
+class Relay(PacketTls):
+    def __init__(
+        self,
+        connect_id: int,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        member: MemberEndpoint,
+        server_context: ssl.SSLContext,
+        send: Send,
+    ) -> None:
+        super().__init__(connect_id, server_context=server_context, send=send)
+        self._reader = reader
+        self._writer = writer
+        self._member = member
+        self._member_tls: TlsTerminator | None = None
+
+    async def run(self) -> None:
+        """Relay until either side ends; then close both and send CLOSE_RSP."""
+        error = ""
+        try:
+            if await self._handshake():
+                self._member_tls = await self._member.secure(
+                    self._reader, self._writer, self._tls.alpn_protocol or "http/1.1"
+                )
+                await self._pump()
+        except MemberDialError as exc:
+            error = str(exc)
+            log.warning("tunnel connection failed", connect_id=self.connect_id, error=error)
+        except ssl.SSLError as exc:
+            error = f"TLS with the control plane failed: {exc.reason or exc}"
+            log.info("tunnel connection refused at TLS", connect_id=self.connect_id, error=error)
+        except (ConnectionError, OSError) as exc:
+            error = str(exc)
+        finally:
+            self._writer.transport.abort()
+            with contextlib.suppress(Exception):
+                await self._send(packets.close_response(self.connect_id, error))
 
     async def _pump(self) -> None:
         towards_member = asyncio.create_task(self._to_member())
@@ -131,7 +139,9 @@ class Relay:
             finally:
                 await self._flush()  # key updates, alerts
             if plaintext:
-                self._writer.write(plaintext)
+                assert self._member_tls is not None
+                self._member_tls.write(plaintext)
+                self._writer.write(self._member_tls.outgoing())
                 await self._writer.drain()
             chunk = await self._incoming.get()
             if chunk is None:
@@ -140,8 +150,19 @@ class Relay:
             self._tls.feed(chunk)
 
     async def _to_control_plane(self) -> None:
-        while data := await self._reader.read(MEMBER_READ):
-            self._tls.write(data)
-            await self._flush()
+        member = self._member_tls
+        assert member is not None
+        while ciphertext := await self._reader.read(MEMBER_READ):
+            member.feed(ciphertext)
+            try:
+                plaintext = member.read()
+            except TlsClosed:
+                break
+            finally:
+                if reply := member.outgoing():  # key updates, alerts
+                    self._writer.write(reply)
+            if plaintext:
+                self._tls.write(plaintext)
+                await self._flush()
         self._tls.close()
         await self._flush()

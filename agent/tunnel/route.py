@@ -77,10 +77,12 @@ class DialPolicy:
         self._on_refused = on_refused
         self._logged: set[str] = set()
         self.refused = 0
+        self.allowed = 0  # dials for the route that reached this agent (agent.tunnel.route_check)
 
     def refusal(self, protocol: str, address: str) -> str | None:
         """None when the dial is allowed, otherwise the error for its DIAL_RSP."""
         if protocol == "tcp" and _normalize(address) == self.route.address:
+            self.allowed += 1
             return None
         self.refused += 1
         if self._on_refused is not None:

@@ -140,13 +140,14 @@ def issue_serving(
     return ServingCertificate(_pem(cert), _key_pem(key), start, end)
 
 
-def _tls_context(serving: ServingCertificate) -> ssl.SSLContext:
-    """TLS for the route name, HTTP/2 and HTTP/1.1 offered as kube-apiserver does."""
+def _tls_context(serving: ServingCertificate, alpn: list[str]) -> ssl.SSLContext:
+    """TLS for the route name, HTTP/2 and HTTP/1.1 offered as kube-apiserver does (or only
+    HTTP/1.1, where the agent answers itself: agent.tunnel.refusal)."""
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     ctx.verify_mode = ssl.CERT_NONE  # the control plane authenticates to the member, not here
     load_cert_chain_pem(ctx, serving.cert_pem, serving.key_pem)
-    ctx.set_alpn_protocols(["h2", "http/1.1"])
+    ctx.set_alpn_protocols(alpn)
     return ctx
 
 
@@ -161,6 +162,7 @@ class RouteCA:
         self._ca: tuple[bytes, bytes] | None = None
         self._serving: ServingCertificate | None = None
         self._context: ssl.SSLContext | None = None
+        self._http1_context: ssl.SSLContext | None = None
 
     @property
     def ca_pem(self) -> bytes:
@@ -252,6 +254,13 @@ class RouteCA:
         now = _now()
         if self._serving is None or self._serving.due_for_renewal(now):
             self._serving = issue_serving(self._ca[0], self._ca[1], self.host, now)
-            self._context = _tls_context(self._serving)
+            self._context = _tls_context(self._serving, ["h2", "http/1.1"])
+            self._http1_context = _tls_context(self._serving, ["http/1.1"])
         assert self._context is not None
         return self._context
+
+    def http1_context(self) -> ssl.SSLContext:
+        """As `server_context`, offering HTTP/1.1 only."""
+        self.server_context()
+        assert self._http1_context is not None
+        return self._http1_context

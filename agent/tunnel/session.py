@@ -1,11 +1,13 @@
 """One `AgentService.Connect` call to one proxy-server instance: the packets of every relayed
 connection multiplexed on it.
 
-DIAL_REQ -> the dial policy, then a TCP dial of the member API server -> DIAL_RSP{random,
-connectID} (or DIAL_RSP{random, error}); DATA -> the connection's relay; CLOSE_REQ -> the relay
-ends (CLOSE_RSP follows from it; an unknown connectID gets CLOSE_RSP with an error at once, as
-the konnectivity agent answers); DIAL_CLS -> a dial still pending is abandoned. When the call
-ends, every connection on it is closed.
+DIAL_REQ -> the dial policy, the stream cap, then a TCP dial of the member API server ->
+DIAL_RSP{random, connectID} (or DIAL_RSP{random, error} for an address that is not the route).
+Beyond the cap, or with the member API server not answering, the dial is accepted and the agent
+answers the request itself with a Status saying so (agent.tunnel.refusal). DATA -> the
+connection's relay; CLOSE_REQ -> the relay ends (CLOSE_RSP follows from it; an unknown
+connectID gets CLOSE_RSP with an error at once, as the konnectivity agent answers); DIAL_CLS ->
+a dial still pending is abandoned. When the call ends, every connection on it is closed.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from collections.abc import Callable
 from agent.logs import get_logger
 from agent.tunnel import packets
 from agent.tunnel.grpc_call import GrpcCall, GrpcError
+from agent.tunnel.limits import StreamLimit
 from agent.tunnel.member import MemberDialError, MemberEndpoint
 from agent.tunnel.metrics import SEGMENT_FROM_AGENT, SEGMENT_TO_AGENT, TunnelMetrics
 from agent.tunnel.packets import Packet, PacketError, PacketType
-from agent.tunnel.relay import Relay
+from agent.tunnel.refusal import Answer, Refusal, member_unreachable, stream_cap_reached
+from agent.tunnel.relay import PacketTls, Relay
 from agent.tunnel.route import DialPolicy
 
 log = get_logger(__name__)
@@ -37,16 +41,22 @@ class Session:
         policy: DialPolicy,
         member: MemberEndpoint,
         server_context: Callable[[], ssl.SSLContext],
+        http1_context: Callable[[], ssl.SSLContext],
         metrics: TunnelMetrics,
+        limit: StreamLimit,
+        cluster: str,
     ) -> None:
         self.stream = stream
         self.server_id = server_id
         self._policy = policy
         self._member = member
         self._server_context = server_context
+        self._http1_context = http1_context
         self._metrics = metrics
+        self._limit = limit
+        self._cluster = cluster
         self._next_connect_id = 0
-        self.relays: dict[int, Relay] = {}
+        self.relays: dict[int, PacketTls] = {}
         self._dials: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.idle = asyncio.Event()
@@ -115,26 +125,50 @@ class Session:
         if refusal is not None:
             self._spawn(self.send(packets.dial_response(request.random, error=refusal)), "refuse")
             return
+        if not self._limit.acquire():
+            self._metrics.refused_streams.inc()
+            answer = stream_cap_reached(self._cluster, self._limit.limit)
+            if self._limit.first_refusal():
+                log.warning(
+                    "tunnel stream cap reached; connections beyond it are refused (429) until "
+                    "one closes (karmada_agent_tunnel_refused_streams_total counts them)",
+                    max_streams=self._limit.limit,
+                )
+            if self._limit.may_answer_refusal():
+                self._spawn(self._answer(request, answer), f"answer-{request.random}")
+            else:
+                error = packets.dial_response(request.random, error=answer.message)
+                self._spawn(self.send(error), "refuse")
+            return
         self._dials[request.random] = self._spawn(self._dial(request), f"dial-{request.random}")
+
+    def _new_connect_id(self) -> int:
+        self._next_connect_id += 1
+        return self._next_connect_id
 
     async def _dial(self, request: Packet) -> None:
         started = time.monotonic()
         try:
             reader, writer = await self._member.dial()
         except MemberDialError as exc:
+            self._limit.release()
             self._dials.pop(request.random, None)
             reason = "timeout" if "timeout" in str(exc) else "unknown"
             self._metrics.dial_failures.labels(reason).inc()
             log.info("member API server dial failed", address=self._member.address, error=str(exc))
-            with contextlib.suppress(GrpcError):
-                await self.send(packets.dial_response(request.random, error=str(exc)))
+            if self._limit.may_answer_refusal():
+                answer = member_unreachable(self._cluster, self._member.address, str(exc))
+                await self._answer(request, answer)
+            else:
+                with contextlib.suppress(GrpcError):
+                    await self.send(packets.dial_response(request.random, error=str(exc)))
             return
         except asyncio.CancelledError:
+            self._limit.release()
             return  # DIAL_CLS, or the call ended
         self._dials.pop(request.random, None)
         self._metrics.dial_duration.observe(time.monotonic() - started)
-        self._next_connect_id += 1
-        connect_id = self._next_connect_id
+        connect_id = self._new_connect_id()
         relay = Relay(
             connect_id,
             reader,
@@ -143,14 +177,37 @@ class Session:
             server_context=self._server_context(),
             send=self.send,
         )
-        self.relays[connect_id] = relay
+        try:
+            await self._carry(relay, request.random)
+        except GrpcError:
+            writer.transport.abort()
+        finally:
+            self._limit.release()
+
+    async def _answer(self, request: Packet, answer: Answer) -> None:
+        """Accept the dial and answer the request ourselves (agent.tunnel.refusal)."""
+        self._limit.refusing += 1
+        try:
+            refusal = Refusal(
+                self._new_connect_id(),
+                answer,
+                server_context=self._http1_context(),
+                send=self.send,
+            )
+            with contextlib.suppress(GrpcError):
+                await self._carry(refusal, request.random)
+        finally:
+            self._limit.refusing -= 1
+
+    async def _carry(self, connection: Relay | Refusal, random: int) -> None:
+        """DIAL_RSP for `connection`, then run it until it ends."""
+        connect_id = connection.connect_id
+        self.relays[connect_id] = connection
         self.idle.clear()
         self._metrics.open_endpoint_connections.inc()
         try:
-            await self.send(packets.dial_response(request.random, connect_id=connect_id))
-            await relay.run()
-        except GrpcError:
-            writer.transport.abort()
+            await self.send(packets.dial_response(random, connect_id=connect_id))
+            await connection.run()
         finally:
             self.relays.pop(connect_id, None)
             self._metrics.open_endpoint_connections.dec()

@@ -1,9 +1,12 @@
-"""TLS, server side, over bytes that arrive in konnectivity DATA packets rather than on a socket.
+"""TLS over bytes the caller moves: `ssl.MemoryBIO` pairs hold the ciphertext on both sides:
+`feed` what came in, take `outgoing()` to send back, `read()` the plaintext, `write()` plaintext
+out.
 
-The control plane's TLS session for the route name ends here (the certificate comes from the
-cluster's tunnel CA, agent.tunnel.route_ca); what it carries is relayed to the member API server
-over a second TLS connection. `ssl.MemoryBIO` pairs hold the ciphertext on both sides: `feed`
-what came in, take `outgoing()` to send back, `read()` the plaintext, `write()` plaintext out.
+Server side, it ends the control plane's TLS session for the route name, whose bytes arrive in
+konnectivity DATA packets (the certificate comes from the cluster's tunnel CA,
+agent.tunnel.route_ca). Client side, it is the second hop to the member API server, over a
+plain TCP connection: asyncio's own TLS transport keeps a 256 KiB read buffer per connection,
+which a thousand idle watches through the tunnel would hold for nothing.
 """
 
 from __future__ import annotations
@@ -20,10 +23,16 @@ class TlsClosed(Exception):  # noqa: N818 - an end, not a failure
 
 
 class TlsTerminator:
-    def __init__(self, context: ssl.SSLContext) -> None:
+    def __init__(self, context: ssl.SSLContext, *, server_hostname: str | None = None) -> None:
+        """Server side; client side (verifying `server_hostname`) when one is given."""
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
-        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_side=True)
+        self._tls = context.wrap_bio(
+            self._incoming,
+            self._outgoing,
+            server_side=server_hostname is None,
+            server_hostname=server_hostname,
+        )
         self.handshake_done = False
 
     def feed(self, ciphertext: bytes) -> None:
@@ -38,7 +47,8 @@ class TlsTerminator:
 
     def handshake(self) -> bool:
         """Advance the handshake with what was fed; True once it is complete. Raises
-        ssl.SSLError when the peer's hello or certificate is refused."""
+        ssl.SSLError when the peer's hello or certificate is refused (or, client side, the
+        server's certificate)."""
         if self.handshake_done:
             return True
         try:

@@ -12,8 +12,9 @@ jittered, capped Backoff) and go again at once when the control plane answers th
 requests after an outage, so the tunnel is back within one backoff slot of the hub's recovery.
 Credentials are taken fresh at every connection: the agent's current control-plane client
 certificate (certRotation replaces it; mTLS against the proxy-server's `--cluster-ca-cert`),
-and, with --tunnel-token-file, a service-account token re-read from that file (token review with
-`--agent-namespace/--agent-service-account/--authentication-audience`).
+and, for the proxy-server's token review (`--agent-namespace/--agent-service-account/
+--authentication-audience`), a bound token of --tunnel-service-account that the agent requests
+itself (agent.tunnel.token_request), or one re-read from --tunnel-token-file.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from agent.events import EventEmitter
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, ConfigError
@@ -35,11 +37,14 @@ from agent.kube.transport import build_ssl_context
 from agent.logs import get_logger
 from agent.options import Options
 from agent.tunnel.grpc_call import GrpcCall, GrpcError
+from agent.tunnel.limits import StreamLimit
 from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.metrics import TunnelMetrics
 from agent.tunnel.route import DialPolicy, Route, TunnelPublication, route_for
 from agent.tunnel.route_ca import RouteCA
+from agent.tunnel.route_check import Probe, RouteCheck
 from agent.tunnel.session import Session
+from agent.tunnel.token_request import TunnelTokens
 
 CONNECT_PATH = "/AgentService/Connect"
 # The konnectivity agent's --sync-interval: the wait before trying again after landing on an
@@ -61,9 +66,12 @@ class TunnelSettings:
     server_name: str = ""
     ca_pem: bytes | None = dataclasses.field(default=None, repr=False)
     token_file: str = ""
+    service_account: str = ""
+    token_audience: str = ""
     keepalive_interval: float = 40.0
     keepalive_timeout: float = 20.0
     user_agent: str = "karmada-agent"
+    max_streams: int = 500
 
 
 class Tunnel:
@@ -77,8 +85,10 @@ class Tunnel:
         metrics: TunnelMetrics,
         backoff: Backoff,
         reachability: Reachability | None = None,
+        tokens: TunnelTokens | None = None,
     ) -> None:
         self.settings = settings
+        self._tokens = tokens
         self._credentials = credentials
         self._member = member
         self._route_ca = route_ca
@@ -86,6 +96,8 @@ class Tunnel:
         self._backoff = backoff
         self._reachability = reachability
         self.policy = DialPolicy(settings.route, on_refused=metrics.refused_dials.inc)
+        self.limit = StreamLimit(settings.max_streams)
+        metrics.max_streams.set(settings.max_streams)
         self.sessions: dict[str, Session] = {}
         self.server_count = 1
         self._session_tasks: dict[str, asyncio.Task[str]] = {}
@@ -94,6 +106,24 @@ class Tunnel:
         self._stopping = False
         self.connected = asyncio.Event()
         self._failing = False
+
+    def route_check(
+        self,
+        probe: Probe,
+        *,
+        karmada: KubeClient | None = None,
+        events: EventEmitter | None = None,
+    ) -> RouteCheck:
+        """A check that the cluster's route answers for this tunnel (agent.tunnel.route_check)."""
+        return RouteCheck(
+            cluster=self._route_ca.cluster,
+            probe=probe,
+            route_dials=lambda: self.policy.allowed,
+            connected=self.connected.is_set,
+            metrics=self._metrics,
+            karmada=karmada,
+            events=events,
+        )
 
     async def publication(self) -> TunnelPublication:
         """The route and CA registration publishes (loads or creates the tunnel CA)."""
@@ -153,6 +183,8 @@ class Tunnel:
             except OSError as exc:
                 raise GrpcError(f"cannot read --tunnel-token-file: {exc.strerror}") from exc
             metadata.append(("Authorization", f"Bearer {token}"))
+        elif self._tokens is not None:
+            metadata.append(("Authorization", f"Bearer {await self._tokens.token()}"))
         return metadata
 
     async def connect_once(self) -> Session:
@@ -184,7 +216,10 @@ class Tunnel:
             policy=self.policy,
             member=self._member,
             server_context=self._route_ca.server_context,
+            http1_context=self._route_ca.http1_context,
             metrics=self._metrics,
+            limit=self.limit,
+            cluster=self._route_ca.cluster,
         )
 
     async def _run(self) -> None:
@@ -196,6 +231,8 @@ class Tunnel:
             try:
                 session = await self.connect_once()
             except GrpcError as exc:
+                if exc.status is not None and self._tokens is not None:
+                    self._tokens.forget()  # refused: the next attempt asks for a new token
                 await self._failed(str(exc))
                 continue
             if session.server_id in self.sessions:
@@ -270,6 +307,7 @@ def build_tunnel(
     backoff: Backoff,
     reachability: Reachability | None = None,
     user_agent: str = "karmada-agent",
+    karmada: KubeClient | None = None,
 ) -> Tunnel:
     """The tunnel the options describe (options.tunnel_enabled). ConfigError for a CA file
     that cannot be read or a member that is not reached over https."""
@@ -296,7 +334,15 @@ def build_tunnel(
         token_file=options.tunnel_token_file,
         keepalive_interval=options.tunnel_keepalive_time.total_seconds(),
         user_agent=user_agent,
+        max_streams=options.tunnel_max_streams,
     )
+    tokens = None
+    if options.tunnel_service_account:
+        if karmada is None:
+            raise ConfigError("--tunnel-service-account needs the Karmada control-plane client")
+        tokens = TunnelTokens(
+            karmada, options.tunnel_service_account, options.tunnel_token_audience
+        )
     route_ca = RouteCA(
         member,
         namespace=options.karmada_kubeconfig_namespace,
@@ -311,6 +357,7 @@ def build_tunnel(
         metrics=metrics,
         backoff=backoff,
         reachability=reachability,
+        tokens=tokens,
     )
 
 

@@ -25,6 +25,7 @@ KARMADA_NAMESPACES = ("karmada-system", "karmada-cluster")
 _PLURALS = {
     "Namespace": "namespaces",
     "ConfigMap": "configmaps",
+    "ServiceAccount": "serviceaccounts",
     "Role": "roles",
     "RoleBinding": "rolebindings",
     "ClusterRole": "clusterroles",

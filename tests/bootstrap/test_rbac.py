@@ -40,8 +40,12 @@ def test_what_bootstrap_creates_is_what_kubectl_applies() -> None:
         ("ClusterRoleBinding", "system:karmada:agent-autoapprove-bootstrap"),
         ("ClusterRoleBinding", "system:karmada:agent-autoapprove-certificate-rotation"),
         ("ClusterRoleBinding", "system:karmada:agent-bootstrap"),
+        ("ClusterRoleBinding", "system:karmada:tunnel-server-token-review"),
         ("Role", "system:karmada:bootstrap-signer-clusterinfo"),
+        ("Role", "system:karmada:tunnel-agent-token"),
         ("RoleBinding", "system:karmada:bootstrap-signer-clusterinfo"),
+        ("RoleBinding", "system:karmada:tunnel-agent-token"),
+        ("ServiceAccount", "karmada-tunnel-agent"),
     ]
 
 

@@ -243,6 +243,7 @@ def expected_control_plane_rules(cluster: str, secret_ns: str) -> set[tuple[str,
     add("", k, "clusters", [cluster], ["get", "watch", "update", "delete"])
     add("", k, "clusters", ["*"], ["create", "list"])
     add("", k, "clusters/status", [cluster], ["get", "update", "patch"])
+    add("", k, "clusters/proxy", [cluster], ["get"])  # the tunnel's route check
     add("", "", "namespaces", [secret_ns], ["get"])
     add("", "certificates.k8s.io", "certificatesigningrequests", ["*"], ["create", "get", "watch"])
     add("", "certificates.k8s.io", "certificatesigningrequests/selfclusteragent", ["*"], ["create"])

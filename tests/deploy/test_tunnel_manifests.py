@@ -28,6 +28,7 @@ def test_tunnel_overlay_turns_the_tunnel_on_from_the_parameters(tmp_path: Path) 
     assert command[15:] == [
         "--tunnel-server-address=hub.example:8091",
         "--tunnel-proxy-url=http://karmada-tunnel-connect.karmada-system.svc:8090",
+        "--tunnel-service-account=karmada-system/karmada-tunnel-agent",
     ]
     assert not [o for o in objects if o["kind"] == "ConfigMap"]
 
@@ -47,6 +48,13 @@ def test_proxy_server_is_the_stock_image_in_connect_mode_with_dest_host_only() -
     assert flags["proxy-strategies"] == "destHost"
     assert flags["server-port"] == "0"
     assert flags["cluster-ca-cert"].startswith("/etc/karmada-tunnel/")
+    # Agents: a token of the ServiceAccount only agents may request tokens for.
+    assert (
+        flags["agent-namespace"],
+        flags["agent-service-account"],
+        flags["authentication-audience"],
+    ) == ("karmada-system", "karmada-tunnel-agent", "karmada-tunnel")
+    assert flags["kubeconfig"].startswith("/etc/karmada-tunnel-config/")
     socket = flags["uds-name"]
     assert relay["args"] == ["TCP-LISTEN:8090,fork,reuseaddr", f"UNIX-CONNECT:{socket}"]
     for container in (server, relay):

@@ -7,17 +7,23 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import socket
 import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import httpx
 import pytest
 import pytest_asyncio
 
 from agent.app import RECONNECT_CAP, RECONNECT_INITIAL
+from agent.events import EventEmitter
 from agent.kube.backoff import Backoff
+from agent.kube.client import KubeClient
+from agent.kube.resources import EVENTS
+from agent.resources import CLUSTERS
 from emulator.emulator import Emulator, run_emulator
 from emulator.netproxy import LinkProxy
 from tests import polling
@@ -33,7 +39,7 @@ from tests.agent.tunnel.harness import (
     member_kubeconfig,
     open_hub,
 )
-from tests.e2e.support import kubectl
+from tests.e2e.support import client_for, kubectl
 
 
 @pytest_asyncio.fixture
@@ -320,6 +326,58 @@ async def test_token_authentication_instead_of_client_certificates(
             assert await kube_system_uid(bed, member_emulator)
 
 
+@pytest.mark.parametrize("kind", HUB_KINDS)
+async def test_agents_request_their_tunnel_token_and_a_users_certificate_claims_nothing(
+    kind: str, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    """The proxy-server's token review for karmada-system/karmada-tunnel-agent (the seeded
+    prerequisites: only the agents group may request its tokens). An agent requests its own
+    (--tunnel-service-account) and holds its route; a tunnel started with a user's Karmada
+    certificate (no grant) gets no token and claims no route."""
+    auth = TokenAuth(karmada)
+    flag = f"--tunnel-service-account={auth.namespace}/{auth.service_account}"
+    agent_user = "system:karmada:agent:member1"
+    agent_client = await client_for(
+        karmada.write_kubeconfig(tmp_path / "agent", user=agent_user, groups=list(AGENT_GROUPS))
+    )
+    user_client = await client_for(karmada.write_kubeconfig(tmp_path / "alice", user="alice"))
+    try:
+        async with (
+            open_hub(kind, cluster_ca_pem=karmada.ca_pem, token_auth=auth) as hub,
+            run_emulator("member", name="elsewhere") as elsewhere,
+            agent_tunnel(
+                cluster="member1",
+                member_emulator=elsewhere,
+                karmada_ca_pem=karmada.ca_pem,
+                client_cert=karmada.issue_client_cert("alice"),
+                server_address=hub.agent_address,
+                proxy_url=hub.connect_url,
+                server_ca_pem=hub.server_ca.cert_pem,
+                karmada_client=user_client,
+                extra=(flag,),
+            ) as impostor,
+        ):
+            await polling.eventually(
+                lambda: impostor.metric("karmada_agent_tunnel_connects_total", result="error") >= 1,
+                what="the impostor's attempt failing",
+            )
+            assert not impostor.tunnel.connected.is_set()
+            async with tunnel_for(  # type: ignore[attr-defined]
+                "member1",
+                member_emulator,
+                karmada,
+                hub,
+                extra=(flag,),
+                karmada_client=agent_client,
+            ) as bed:
+                await connected(bed)
+                assert await kube_system_uid(bed, member_emulator)
+            assert not impostor.tunnel.connected.is_set()
+    finally:
+        await agent_client.close()
+        await user_client.close()
+
+
 async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_memory(
     hub: Hub, karmada: Emulator, member_emulator: Emulator
 ) -> None:
@@ -371,3 +429,188 @@ async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_me
         assert body.startswith(b"HTTP/1.1 200")
         assert body.count(b'"name":"big-') == count
         assert relay.bytes_out > count * size
+
+
+async def test_slow_readers_that_go_away_mid_response_leave_the_route_working(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    """A client reads a large answer slowly, so the agent's DATA waits for the proxy-server's
+    window, then disconnects: its relay ends while its send waits. All of the member's
+    connections share the agent's one call, so a message cut off there would wedge (or garble)
+    the route for everyone; 20 times over, the route answers after each."""
+    count, size = 30, 1024 * 1024 - 4096
+    async with member_emulator.client() as admin:
+        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
+        for i in range(count):
+            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * size}}
+            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        expected = await kube_system_uid(bed, member_emulator)
+        [session] = bed.tunnel.sessions.values()
+        for attempt in range(20):
+            reader, writer = await _slow_reader(bed, hub, member_emulator)
+            await reader.readexactly(4096)  # the answer has begun, then nothing is read
+            await polling.eventually(
+                lambda: session.stream.send_window == 0,
+                timeout=20,
+                what=f"the agent's send to wait for window (attempt {attempt})",
+            )
+            writer.transport.abort()
+            assert await kube_system_uid(bed, member_emulator) == expected, hub.log()
+        assert bed.tunnel.sessions.get(session.server_id) is session  # never reconnected
+
+
+async def _slow_reader(
+    bed: AgentTunnel, hub: Hub, member: Emulator
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A CONNECT through the proxy-server, TLS for the route, a GET of every big ConfigMap, on a
+    socket with a small receive buffer."""
+    host, _, port = hub.connect_url.removeprefix("http://").rpartition(":")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    route = bed.publication.api_endpoint.removeprefix("https://")
+    writer.write(f"CONNECT {route} HTTP/1.1\r\nHost: {route}\r\n\r\n".encode())
+    assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
+    context = ssl.create_default_context(
+        cadata=base64.b64decode(bed.publication.ca_bundle).decode()
+    )
+    await writer.start_tls(context, server_hostname=route.rpartition(":")[0])
+    writer.write(
+        f"GET /api/v1/namespaces/bulk/configmaps HTTP/1.1\r\nHost: {route}\r\n"
+        f"Authorization: Bearer {member.admin_token}\r\nAccept-Encoding: identity\r\n"
+        "Connection: close\r\n\r\n".encode()
+    )
+    await writer.drain()
+    return reader, writer
+
+
+async def test_beyond_the_stream_cap_a_request_is_told_so_and_counted(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    async with tunnel_for(  # type: ignore[attr-defined]
+        "member1", member_emulator, karmada, hub, extra=("--tunnel-max-streams=2",)
+    ) as bed:
+        await connected(bed)
+        config = member_kubeconfig(
+            tmp_path / "tunnel.kubeconfig", bed.publication, token=member_emulator.admin_token
+        )
+        async with (
+            control_plane_client(bed.publication, token=member_emulator.admin_token) as one,
+            control_plane_client(bed.publication, token=member_emulator.admin_token) as two,
+            one.stream("GET", "/api/v1/namespaces", params={"watch": "1"}),
+            two.stream("GET", "/api/v1/configmaps", params={"watch": "1"}),
+        ):
+            assert bed.tunnel.limit.open == 2
+            async with control_plane_client(
+                bed.publication, token=member_emulator.admin_token
+            ) as third:
+                refused = await third.get("/api/v1/namespaces")
+            assert refused.status_code == 429, refused.text
+            status = refused.json()
+            assert (status["kind"], status["reason"]) == ("Status", "TooManyRequests")
+            assert "tunnel of cluster member1 carries at most 2 connections" in status["message"]
+            with pytest.raises(AssertionError) as failed:
+                await kubectl(config, "get", "namespaces")
+            assert "Error from server (TooManyRequests): the tunnel of cluster member1 carries" in (
+                str(failed.value)
+            )
+            assert bed.metric("karmada_agent_tunnel_refused_streams_total") == 2
+            assert bed.metric("karmada_agent_tunnel_max_streams") == 2
+        await polling.eventually(lambda: bed.tunnel.limit.open == 0, what="the watches closed")
+        assert await kube_system_uid(bed, member_emulator)
+
+
+async def test_a_member_api_server_that_does_not_answer_is_named_to_the_user(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator
+) -> None:
+    async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+        await connected(bed)
+        await member_emulator.faults.go_offline()
+        async with control_plane_client(bed.publication, token=member_emulator.admin_token) as c:
+            response = await c.get("/api/v1/namespaces")
+        assert response.status_code == 503, response.text
+        status = response.json()
+        assert status["reason"] == "ServiceUnavailable"
+        assert status["message"].startswith(
+            f"the API server of cluster member1 ({member_emulator.url.removeprefix('https://')})"
+            " does not answer its karmada-agent: dial tcp"
+        ), status["message"]
+        await member_emulator.faults.come_back()
+        assert await kube_system_uid(bed, member_emulator)
+
+
+async def test_a_route_claimed_by_someone_else_is_noticed_said_and_taken_back(
+    hub: Hub, karmada: Emulator, member_emulator: Emulator, tmp_path: Path
+) -> None:
+    """A tunnel agent of another cluster (its own member, its own tunnel CA, a certificate of
+    Karmada's CA) claims member1's route first. member1's agent checks its route through the
+    control plane, sees the answer did not come from it, says so (condition, Warning Event,
+    metric), and holds the route again once the claimant's call ends."""
+    karmada_client = await client_for(karmada.write_kubeconfig(tmp_path / "karmada"))
+    await karmada_client.create(
+        CLUSTERS, {"apiVersion": CLUSTERS.api_version, "kind": "Cluster",
+                   "metadata": {"name": "member1"}, "spec": {"syncMode": "Pull"}},
+    )  # fmt: skip
+    events = EventEmitter(karmada_client)
+    async with run_emulator("member", name="elsewhere") as elsewhere:
+        claimant = contextlib.AsyncExitStack()
+        try:
+            await connected(
+                await claimant.enter_async_context(
+                    tunnel_for("member1", elsewhere, karmada, hub)  # type: ignore[arg-type]
+                )
+            )
+            async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
+                await connected(bed)
+
+                async def probe() -> tuple[int, str]:
+                    """As karmada-aggregated-apiserver's cluster proxy answers /version."""
+                    async with control_plane_client(
+                        bed.publication, token=member_emulator.admin_token
+                    ) as client:
+                        try:
+                            response = await client.get("/version")
+                        except httpx.HTTPError as exc:
+                            return 503, f"error trying to reach service: {exc}"
+                    return response.status_code, response.text
+
+                check = bed.tunnel.route_check(probe, karmada=karmada_client, events=events)
+                verdict = await check.check_and_report()
+                assert verdict.held is False
+                assert "CERTIFICATE_VERIFY_FAILED" in verdict.seen
+                assert bed.metric("karmada_agent_tunnel_route_held") == 0
+                assert bed.metric("karmada_agent_tunnel_route_checks_total", result="claimed") == 1
+                condition = await _route_condition(karmada_client)
+                assert (condition["status"], condition["reason"]) == ("False", "ClaimedElsewhere")
+                assert "CERTIFICATE_VERIFY_FAILED" in condition["message"]
+                await events.flush(10)
+                warned = await karmada_client.list(EVENTS, namespace="default")
+                assert [e["reason"] for e in warned["items"]] == ["TunnelRouteClaimed"]
+                assert warned["items"][0]["type"] == "Warning"
+
+                await claimant.aclose()  # the claimant's call ends
+                verdict = await polling.eventually(
+                    check.check_and_report, until=lambda v: v.held, what="the route back"
+                )
+                assert bed.metric("karmada_agent_tunnel_route_held") == 1
+                condition = await _route_condition(karmada_client)
+                assert (condition["status"], condition["reason"]) == ("True", "AnsweredByAgent")
+                await events.flush(10)
+                recorded = await karmada_client.list(EVENTS, namespace="default")
+                assert sorted((e["reason"], e["type"]) for e in recorded["items"]) == [
+                    ("TunnelRouteClaimed", "Warning"),
+                    ("TunnelRouteRecovered", "Normal"),
+                ]
+        finally:
+            await claimant.aclose()
+            await events.stop()
+            await karmada_client.close()
+
+
+async def _route_condition(karmada_client: KubeClient) -> dict[str, str]:
+    cluster = await karmada_client.get(CLUSTERS, "member1")
+    return next(c for c in cluster["status"]["conditions"] if c["type"] == "TunnelRouteHeld")

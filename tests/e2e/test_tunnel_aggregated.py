@@ -366,3 +366,73 @@ async def test_a_watch_streams_through_the_whole_path(bed: Bed) -> None:
             except TimeoutError:
                 continue
             created = line.decode().strip().startswith("namespace/watched-")
+
+
+async def test_what_users_see_when_the_route_cannot_carry_their_request(bed: Bed) -> None:
+    """kubectl through the stock aggregated apiserver and proxy-server: a member API server that
+    does not answer its agent is named (the agent answers the request itself); a cluster whose
+    route has no agent connected gets the stock components' words, which the agent cannot
+    change (README, "What users see")."""
+    alice = bed.user("alice")
+    member = bed.members["edge-b"]
+    await member.faults.go_offline()
+    try:
+        message = await _kubectl_fails(
+            alice, "get", "--raw", f"{CLUSTER_API}/edge-b/proxy/api/v1/namespaces"
+        )
+    finally:
+        await member.faults.come_back()
+    assert "Error from server (ServiceUnavailable): the API server of cluster edge-b (" in message
+    assert "does not answer its karmada-agent: dial tcp" in message
+    async with bed.cp.client() as client:
+        edge_b = (await client.get(f"{CLUSTER_API}/edge-b")).json()
+        orphan = {
+            "apiVersion": "cluster.karmada.io/v1alpha1",
+            "kind": "Cluster",
+            "metadata": {"name": "orphan"},
+            "spec": {
+                **{
+                    k: edge_b["spec"][k]
+                    for k in ("syncMode", "proxyURL", "secretRef", "impersonatorSecretRef")
+                },
+                "apiEndpoint": "https://orphan.karmada-tunnel.invalid:443",
+            },
+        }
+        (await client.post(CLUSTER_API, json=orphan)).raise_for_status()
+        await grant(
+            client, "orphan-proxy", [{**PROXY_RULE, "resourceNames": ["orphan"]}], ["alice"]
+        )
+    try:
+        message = await _kubectl_fails(
+            alice, "get", "--raw", f"{CLUSTER_API}/orphan/proxy/api/v1/namespaces"
+        )
+        # The proxy-server's 500 "currently no tunnels available"; its text does not get through.
+        assert "Error from server: Internal Server Error" in message, message
+    finally:
+        async with bed.cp.client() as client:
+            await client.delete(f"{CLUSTER_API}/orphan")
+
+
+async def test_the_agent_finds_its_route_answering_for_it(bed: Bed) -> None:
+    """The route check through the real cluster proxy: the dial reaches the agent."""
+    agent = bed.agents["edge-a"]
+    check = await polling.eventually(lambda: agent.route_check, what="the route check")
+    verdict = await check.check_and_report()
+    assert verdict.held is True, verdict.seen
+    async with bed.cp.client() as client:
+        cluster = (await client.get(f"{CLUSTER_API}/edge-a")).json()
+    [condition] = [c for c in cluster["status"]["conditions"] if c["type"] == "TunnelRouteHeld"]
+    assert (condition["status"], condition["reason"]) == ("True", "AnsweredByAgent")
+
+
+async def test_a_metadata_only_get_of_an_aggregated_cluster_is_answered_whole(bed: Bed) -> None:
+    """The heartbeat's read of its Cluster, answered by the stock aggregated apiserver through
+    the emulator's aggregation layer: the body is as long as its Content-Length says."""
+    accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+    for http2 in (False, True):
+        async with bed.cp.https_client(http2=http2, timeout=15) as client:
+            response = await client.get(f"{CLUSTER_API}/edge-a", headers={"Accept": accept})
+        assert response.status_code == 200, response.text
+        assert response.headers["content-length"] == str(len(response.content))
+        assert response.json()["kind"] == "PartialObjectMetadata"
+        assert response.json()["metadata"]["name"] == "edge-a"

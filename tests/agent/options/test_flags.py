@@ -75,9 +75,12 @@ OUR_FLAGS = {
     "tunnel-server-name": "",
     "tunnel-server-ca-file": "",
     "tunnel-token-file": "",
+    "tunnel-service-account": "",
+    "tunnel-token-audience": "karmada-tunnel",
     "tunnel-proxy-url": "http://karmada-tunnel-connect.karmada-system.svc:8090",
     "tunnel-domain": "karmada-tunnel.invalid",
     "tunnel-keepalive-time": "40s",
+    "tunnel-max-streams": 500,
 }
 
 

@@ -80,6 +80,7 @@ async def agent_tunnel(
     backoff: Backoff | None = None,
     extra: tuple[str, ...] = (),
     start: bool = True,
+    karmada_client: KubeClient | None = None,
 ) -> AsyncIterator[AgentTunnel]:
     """The agent's side: a member client (admin kubeconfig), control-plane credentials with the
     agent's client certificate, the tunnel built from command-line options and started."""
@@ -113,6 +114,7 @@ async def agent_tunnel(
             credentials=lambda: karmada_credentials,
             metrics=TunnelMetrics(registry),
             backoff=backoff or Backoff(initial=0.2, cap=1.0),
+            karmada=karmada_client,
         )
         publication = await tunnel.publication()
         if start:

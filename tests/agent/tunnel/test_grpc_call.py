@@ -1,5 +1,5 @@
 """The gRPC call under the tunnel, against the double: metadata, refusals, keepalive asked for,
-a lost connection."""
+a lost connection, messages whole when a sender is cancelled."""
 
 from __future__ import annotations
 
@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from agent.tunnel import packets
 from agent.tunnel.grpc_call import GrpcCall, GrpcError
+from emulator.https import server_ssl_context
 from emulator.konnectivity import ProxyServerDouble
+from emulator.konnectivity.agent_server import AgentCall, AgentServer
 from emulator.netproxy import LinkProxy
 from emulator.pki import CertificateAuthority
 from tests import polling
@@ -121,3 +124,66 @@ async def test_closing_the_call_ends_a_recv_waiting_on_it() -> None:
             await asyncio.wait_for(waiting, 5)
     finally:
         await double.stop()
+
+
+async def test_a_send_cancelled_while_it_waits_for_window_leaves_the_stream_framed() -> None:
+    """Every relayed connection shares the call: a relay that goes away while its DATA waits
+    for the server's window must not leave part of a message on the stream (the server would
+    wait forever for the rest, or read the next message's bytes as a length)."""
+    ca = CertificateAuthority.generate("ca")
+    cert, key = ca.issue("konnectivity-server", dns_names=["localhost"], usage="server")
+    calls: asyncio.Queue[AgentCall] = asyncio.Queue()
+    finished = asyncio.Event()
+
+    async def hold(call: AgentCall) -> None:
+        await calls.put(call)
+        await finished.wait()
+
+    server = AgentServer(
+        server_id="s-1",
+        server_count=1,
+        ssl_context=server_ssl_context(cert, key, None),
+        on_call=hold,
+    )
+    await server.start()
+    try:
+        call = await open_call(ca, f"127.0.0.1:{server.port}")
+        held = await asyncio.wait_for(calls.get(), 5)
+        # Nothing read yet: the server's 65,535-byte window takes three of these messages and
+        # most of the fourth, whose send then waits for window.
+        payload = [bytes([n]) * 20_000 for n in range(1, 5)]
+        for n, data in enumerate(payload[:3], 1):
+            await asyncio.wait_for(call.send(_data_packet(n, data)), 5)
+        cut = asyncio.create_task(call.send(_data_packet(4, payload[3])))
+        await polling.eventually(
+            lambda: (call.send_window, cut.done()),
+            until=lambda v: v == (0, False),
+            what="the send waits for window",
+        )
+        queued = asyncio.create_task(call.send(_data_packet(5, b"withdrawn")))
+        await polling.eventually(
+            lambda: queued.get_coro().cr_await is not None,  # type: ignore[union-attr]
+            what="the next one waiting",
+        )
+        cut.cancel()
+        queued.cancel()
+        after = asyncio.create_task(call.send(_data_packet(6, b"after the cancel")))
+        received = [await asyncio.wait_for(held.recv(), 5) for _ in range(5)]
+        await asyncio.wait_for(after, 5)
+        assert [(p.get("connectID"), p.get("data")) for p in received if p is not None] == [
+            (1, payload[0]),
+            (2, payload[1]),
+            (3, payload[2]),
+            (4, payload[3]),  # begun before the cancel: sent whole
+            (6, b"after the cancel"),  # the queued one was withdrawn; the stream goes on
+        ]
+        assert cut.cancelled()
+        assert queued.cancelled()
+        await call.close()
+    finally:
+        finished.set()
+        await server.stop()
+
+
+def _data_packet(connect_id: int, data: bytes) -> bytes:
+    return packets.encode(packets.data(connect_id, data))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from emulator.upstream import KarmadaAggregatedApiserver
+from emulator.wire import ApiRequest, ApiResponse
 from tests import polling
 from tests.e2e.support import kubectl
 
@@ -110,3 +111,36 @@ async def test_clusters_live_in_the_aggregated_server_while_it_serves_them(tmp_p
             what="the local Clusters back",
         )
         assert names.status_code == 200
+
+
+PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+
+
+async def test_a_metadata_only_get_of_an_aggregated_cluster_carries_its_own_length() -> None:
+    """The agent's heartbeat reads its Cluster metadata-only. The backend answers that itself;
+    an answer re-encoded on the way must carry the length of what is sent (it was one byte
+    short of its Content-Length, and HTTP/2 clients dropped the connection)."""
+    service = KarmadaAggregatedApiserver.SERVICE_DNS_NAME
+    async with aggregated("karmada", "karmada", widgets=False, service=service) as bed:
+        bed.backend.api.response_hooks.append(_as_go_encodes)
+        await aggregate_clusters(bed)
+        async with bed.front.client() as front:
+            (await front.post(CLUSTERS, json=cluster("edge-1"))).raise_for_status()
+        for http2 in (False, True):
+            async with bed.front.https_client(http2=http2) as client:
+                response = await client.get(f"{CLUSTERS}/edge-1", headers={"Accept": PARTIAL})
+            assert response.status_code == 200, response.text
+            assert response.headers["content-length"] == str(len(response.content))
+            partial = response.json()
+            assert (partial["kind"], partial["apiVersion"]) == (
+                "PartialObjectMetadata",
+                "meta.k8s.io/v1",
+            )
+            assert partial["metadata"]["name"] == "edge-1"
+            assert "spec" not in partial
+
+
+def _as_go_encodes(_: ApiRequest, response: ApiResponse) -> None:
+    """karmada-aggregated-apiserver's JSON ends with a newline (Go's json.Encoder)."""
+    if response.stream is None and response.body.startswith(b"{"):
+        response.body += b"\n"
