@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from agent.cert_validity import CertificateError as CertificateError
 from agent.cert_validity import Lifetime as Lifetime
 from agent.cert_validity import certificate_lifetime as certificate_lifetime
+from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.errors import ForbiddenError, GoneError, TransportError, from_status
 from agent.kube.resources import CERTIFICATE_SIGNING_REQUESTS
@@ -279,14 +280,13 @@ class _Waiter:
             if initial is not None
             else await self.client.get(CERTIFICATE_SIGNING_REQUESTS, self.name)
         )
-        delay = _RETRY_DELAY
+        poll = Backoff(initial=_RETRY_DELAY, cap=_POLL_DELAY_MAX, jitter=0.0)
         while True:
             certificate = self._see(csr)
             if certificate is not None:
                 return certificate
             if self.watch_forbidden:
-                await asyncio.sleep(delay)  # GET fallback: the watch is not permitted
-                delay = min(delay * 2, _POLL_DELAY_MAX)
+                await asyncio.sleep(poll.next())  # GET fallback: the watch is not permitted
                 csr = await self.client.get(CERTIFICATE_SIGNING_REQUESTS, self.name)
                 continue
             rv = str((csr.get("metadata") or {}).get("resourceVersion") or "")

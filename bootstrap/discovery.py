@@ -23,6 +23,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from agent.kube.backoff import Backoff
 from agent.kube.config import ClientConfig
 from agent.kube.errors import TransportError
 from bootstrap.waiting import reporting
@@ -184,7 +185,7 @@ async def retrieve_validated(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     key = JWS_PREFIX + token.id
-    delay = 0.2
+    poll = Backoff(initial=0.2, cap=5.0, jitter=0.0)
     progress(f"reading cluster-info from {server} (not trusting the server yet)")
     async with reporting(
         progress, f"cluster-info signed for token id {token.id!r}", timeout
@@ -203,12 +204,12 @@ async def retrieve_validated(
                     "unknown, expired or lacks the 'signing' usage, or the control plane's "
                     "bootstrapsigner controller has not signed it (yet)"
                 )
+            delay = poll.next()
             if loop.time() + delay > deadline:
                 raise DiscoveryError(
                     f"discovery gave up after {timeout:g}s: {waiting.detail or 'no cluster-info'}"
                 )
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
 
     content = data["kubeconfig"]
     verify_detached(content, data[key], token)

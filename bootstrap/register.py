@@ -33,6 +33,7 @@ from agent.karmada.names import (
     DEFAULT_CLUSTER_NAMESPACE,
     agent_user,
 )
+from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.config import ConfigError
 from agent.kube.errors import (
@@ -277,7 +278,7 @@ async def _wait_ready(
 ) -> None:
     loop = asyncio.get_running_loop()
     start = loop.time()
-    delay = 0.1
+    poll = Backoff(initial=0.1, cap=2.0, jitter=0.0)
     state = "not created yet"
     progress(f"waiting for the agent to report Cluster {o.cluster_name} Ready")
     async with reporting(
@@ -301,8 +302,7 @@ async def _wait_ready(
                     f"the agent: kubectl -n {o.namespace} get deploy/{render.AGENT_NAME} and "
                     f"kubectl -n {o.namespace} logs deploy/{render.AGENT_NAME}"
                 )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            await asyncio.sleep(poll.next())
 
 
 async def _control_plane_rbac(

@@ -28,6 +28,7 @@ from typing import Any
 
 from agent.karmada.cluster import cluster_owner_reference
 from agent.karmada.names import CLUSTER_LEASE_NAMESPACE
+from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.errors import ConflictError, KubeError, NotFoundError
@@ -151,7 +152,7 @@ class Heartbeat:
 
     async def renew_once(self) -> JsonDict:
         """Create or renew the Lease; retries updates with capped exponential backoff."""
-        delay = INITIAL_BACKOFF
+        backoff = Backoff(initial=INITIAL_BACKOFF, cap=MAX_BACKOFF, jitter=0.0)
         last_error: KubeError | None = None
         for attempt in range(MAX_UPDATE_RETRIES):
             try:
@@ -161,8 +162,7 @@ class Heartbeat:
                 if attempt + 1 < MAX_UPDATE_RETRIES:
                     if not isinstance(exc, ConflictError):
                         log.info("heartbeat: renewing Lease failed (%s); retrying", exc)
-                    await self._clock.sleep(delay)
-                    delay = min(delay * 2, MAX_BACKOFF)
+                    await self._clock.sleep(backoff.next())
                 continue
             self.renewals += 1
             if self.on_renewed is not None:

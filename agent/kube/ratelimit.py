@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Generic, Protocol, TypeVar
 
+from agent.kube.backoff import Backoff
 from agent.kube.clock import REAL_CLOCK, Clock
 
 T = TypeVar("T", bound=Hashable)
@@ -78,16 +79,13 @@ class ItemExponentialRateLimiter(Generic[T]):
     """base * 2^failures per item, capped at max_delay; `forget` resets the item."""
 
     def __init__(self, base_delay: float = 0.005, max_delay: float = 1000.0) -> None:
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self._backoff = Backoff(initial=base_delay, cap=max_delay, jitter=0.0)
         self._failures: dict[T, int] = {}
 
     def when(self, item: T) -> float:
         exp = self._failures.get(item, 0)
         self._failures[item] = exp + 1
-        if exp > 64:  # 2**exp overflows any sane cap long before this
-            return self.max_delay
-        return float(min(self.base_delay * (2**exp), self.max_delay))
+        return self._backoff.step(exp)
 
     def forget(self, item: T) -> None:
         self._failures.pop(item, None)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent.kube.backoff import Backoff
 from agent.kube.client import GVR, KubeClient
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.errors import (
@@ -173,8 +174,8 @@ class Reflector:
         self.page_size = page_size
         self.min_watch_timeout = min_watch_timeout
         self.use_watch_list = use_watch_list
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
+        # client-go's reflector: doubling, each wait spread up to twice its length.
+        self.backoff = Backoff(initial=backoff_initial, cap=backoff_max, jitter=1.0, spread="above")
         self.name = name or str(gvr)
         self._clock = clock
         self._handlers: list[EventHandler] = []
@@ -280,7 +281,6 @@ class Reflector:
 
     async def run(self) -> None:
         need_list = True
-        delay = self.backoff_initial
         unanswered = False  # the last failure got no answer (the server was down)
         while True:
             watches_before = self.watches
@@ -288,35 +288,37 @@ class Reflector:
                 if need_list:
                     await self._initial_state()
                     need_list = False
-                    delay = self.backoff_initial
+                    self.backoff.reset()
                 await self._watch()
-                delay = self.backoff_initial
+                self.backoff.reset()
             except (GoneError, _RelistNeededError) as exc:
                 log.info("%s: relisting (%s)", self.name, exc)
                 need_list = True
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                if self.watches > watches_before and isinstance(exc, KubeError):
+                stream_cut = self.watches > watches_before and isinstance(exc, KubeError)
+                if stream_cut or (
+                    isinstance(exc, KubeError) and not is_unreachable(exc) and unanswered
+                ):
                     # An established stream was cut (server restart, proxy timeout, a
                     # credential reload draining old connections): not a failing server, so
                     # resume at once from the last resourceVersion with the initial delay.
-                    delay = self.backoff_initial
+                    # Or the first answer after an outage: the outage's waits ended when the
+                    # server answered, and they must not leave this error a long backoff.
+                    self.backoff.reset()
+                unanswered = is_unreachable(exc)
+                wait = self.backoff.next()
+                if stream_cut:
                     log.info("%s: watch stream ended (%s); resuming", self.name, exc)
                 elif not isinstance(exc, KubeError):
                     log.exception("%s: unexpected error", self.name)
                 elif is_unreachable(exc):
                     # The server's Reachability warned once for the whole outage.
-                    log.info("%s: %s; retrying in about %.1fs", self.name, exc, delay)
+                    log.info("%s: %s; retrying in %.1fs", self.name, exc, wait)
                 else:
-                    log.warning("%s: %s; retrying in about %.1fs", self.name, exc, delay)
-                if isinstance(exc, KubeError) and not is_unreachable(exc) and unanswered:
-                    # The first answer after an outage: the outage's waits ended when the
-                    # server answered, and they must not leave this error a long backoff.
-                    delay = self.backoff_initial
-                unanswered = is_unreachable(exc)
-                await self._back_off(delay * (1.0 + random.random()), exc)
-                delay = min(delay * 2, self.backoff_max)
+                    log.warning("%s: %s; retrying in %.1fs", self.name, exc, wait)
+                await self._back_off(wait, exc)
 
     # --- internals -----------------------------------------------------------------------------
 

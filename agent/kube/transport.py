@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import math
 import os
 import ssl
 import tempfile
@@ -31,6 +32,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
+from agent.kube.backoff import Backoff
 from agent.kube.clock import REAL_CLOCK, Clock, ServerClock
 from agent.kube.config import ClientConfig, private_temp_dir, tcp_keepalive_socket_options
 from agent.kube.errors import TransportError, WatchTimeoutError, from_response
@@ -52,6 +54,10 @@ class RetryPolicy:
     max_retry_after: float = 30.0
     connection_retries: int = 3  # GET/HEAD only
     connection_backoff: float = 0.2
+
+    def connection_delay(self, failures: int) -> float:
+        """The wait before retrying a read whose connection failed `failures` times before."""
+        return Backoff(initial=self.connection_backoff, cap=math.inf, jitter=0.0).step(failures)
 
 
 class RequestMetrics(Protocol):
@@ -727,7 +733,7 @@ class Transport:
                     and not exc.timeout
                     and connection_failures < self.retry.connection_retries
                 ):
-                    delay = self.retry.connection_backoff * (2**connection_failures)
+                    delay = self.retry.connection_delay(connection_failures)
                     connection_failures += 1
                     log.debug("retrying %s %s after %s", method, path, exc)
                     await self._clock.sleep(delay)

@@ -48,6 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
@@ -393,7 +394,7 @@ class WorkRecords:
 
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        retry = RETRY_INITIAL
+        backoff = Backoff(initial=RETRY_INITIAL, cap=RETRY_MAX, jitter=0.0)
         while True:
             await self._wake.wait()
             # Coalesce: at most one write per interval, unless a caller waits for it.
@@ -409,6 +410,7 @@ class WorkRecords:
             try:
                 await self._write_queued(client)
             except Exception as exc:
+                retry = backoff.next()
                 if isinstance(exc, KubeError):
                     log.warning(
                         "Work record not written; retrying",
@@ -422,10 +424,9 @@ class WorkRecords:
                     error = KubeError(f"Work record not written: {exc}")
                 _settle(outcome, error)
                 await asyncio.sleep(retry)  # backoff before writing again
-                retry = min(retry * 2, RETRY_MAX)
                 self._wake.set()
                 continue
-            retry = RETRY_INITIAL
+            backoff.reset()
             _settle(outcome, None)
             await self._compact_if_due()
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent.karmada import names
+from agent.kube.backoff import Backoff
 from agent.kube.clock import REAL_CLOCK, Clock
 
 from .drift import ObjectKey
@@ -45,7 +46,9 @@ class Contest:
     last_applied: float | None = None
     contested_since: float | None = None
     rounds_to_contest: int = 0
-    backoff: float = 0.0
+    backoff: Backoff = field(
+        default_factory=lambda: Backoff(initial=BACKOFF_BASE, cap=BACKOFF_MAX, jitter=0.0)
+    )
     next_attempt: float = 0.0
     # The Warning Event is recorded by the reconcile that reports the contest first.
     reported: bool = False
@@ -121,12 +124,10 @@ class Contention:
                 return 0.0
             contest.contested_since = now
             contest.rounds_to_contest = len(contest.rounds)
-            contest.backoff = BACKOFF_BASE
             self._count(started=True)
-        else:
-            contest.backoff = min(contest.backoff * 2, BACKOFF_MAX)
-        contest.next_attempt = now + contest.backoff
-        return contest.backoff
+        wait = contest.backoff.next()
+        contest.next_attempt = now + wait
+        return wait
 
     def contest(self, key: ObjectKey, generation: object) -> Contest | None:
         """The object's contest while it lasts (None: no fight, or over: quiet since our last

@@ -25,6 +25,7 @@ from typing import Any
 from agent.context import AgentContext
 from agent.karmada import collected, names
 from agent.karmada.conditions import find, new_condition, set_condition
+from agent.kube.backoff import Backoff
 from agent.kube.clock import REAL_CLOCK, Clock
 from agent.kube.controller import RetryableError
 from agent.kube.errors import ConflictError, ForbiddenError, KubeError, NotFoundError
@@ -224,17 +225,16 @@ class DeletionGuard:
             self._publisher = background(self._publish_loop(), name="work-deletion-held condition")
 
     async def _publish_loop(self) -> None:
-        delay = 1.0
+        backoff = Backoff(initial=1.0, cap=PUBLISH_RETRY_MAX, jitter=0.0)
         while self._dirty:
             self._dirty = False
             try:
                 await self._write_condition()
-                delay = 1.0
+                backoff.reset()
             except KubeError as exc:
                 log.info("WorkDeletionHeld condition not written; retrying", error=str(exc))
                 self._dirty = True
-                await self._clock.sleep(delay)
-                delay = min(delay * 2, PUBLISH_RETRY_MAX)
+                await self._clock.sleep(backoff.next())
 
     async def _write_condition(self) -> None:
         cluster = self.cluster.cluster if self.cluster.synced else None

@@ -17,6 +17,29 @@ def test_backoff_doubles_with_jitter_up_to_the_cap_and_resets() -> None:
     assert 0.5 <= backoff.next() <= 1.5
 
 
+def test_without_jitter_the_schedule_is_exact() -> None:
+    backoff = Backoff(initial=0.2, cap=7.0, jitter=0.0)
+    assert [backoff.next() for _ in range(7)] == [0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 7.0]
+    backoff.reset()
+    assert backoff.next() == 0.2
+
+
+def test_spread_above_never_waits_less_than_the_schedule() -> None:
+    # client-go's wait.Jitter(d, 1.0), as its reflector backs off: d up to 2d.
+    backoff = Backoff(initial=0.8, cap=30.0, jitter=1.0, spread="above")
+    waits = [backoff.next() for _ in range(8)]
+    for wait, base in zip(waits, (0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30.0, 30.0), strict=True):
+        assert base <= wait <= 2 * base
+
+
+def test_step_counts_failures_kept_elsewhere_and_never_overflows() -> None:
+    backoff = Backoff(initial=0.005, cap=1000.0, jitter=0.0)
+    assert [backoff.step(n) for n in range(4)] == [0.005, 0.01, 0.02, 0.04]
+    assert backoff.step(100) == 1000.0
+    assert backoff.step(5000) == 1000.0
+    assert backoff.failures == 0  # step leaves the schedule's own count alone
+
+
 def test_jitter_spreads_clients_cut_off_together() -> None:
     firsts = {round(Backoff(initial=10.0).next(), 3) for _ in range(20)}
     assert len(firsts) > 10
