@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agent.karmada.names import CONFIG_API_VERSION
+import jsonpatch
 
-from .jsonpatch import PatchError, apply_patch
+from agent.karmada.names import CONFIG_API_VERSION
 
 Obj = dict[str, Any]
 
@@ -237,8 +236,10 @@ def retained(webhook: Webhook, uid: str, answer: Any, desired: Obj) -> Obj:
         )
     try:
         operations = json.loads(base64.b64decode(str(encoded), validate=True))
-        out = apply_patch(copy.deepcopy(desired), operations)
-    except (binascii.Error, ValueError, PatchError) as exc:
+        if not isinstance(operations, list):  # jsonpatch would take a string for JSON text
+            raise ValueError("a JSON patch is a list of operations")
+        out = jsonpatch.apply_patch(desired, operations)  # applied to a copy
+    except (ValueError, jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         raise WebhookError(f"{webhook.describe()} answered an unusable patch: {exc}") from None
     if not isinstance(out, dict):
         raise WebhookError(f"{webhook.describe()} patched the object into a non-object")

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from agent.interpreter import webhooks as hooks
-from agent.interpreter.jsonpatch import PatchError, apply_patch
 
 Obj = dict[str, Any]
 
@@ -155,9 +154,15 @@ def test_responses() -> None:
         hooks.retained(hook, "u", answer("u", patch="!!", patchType="JSONPatch"), WIDGET)
 
 
+def patched(obj: Obj, operations: Any) -> Obj:
+    [hook] = hooks.parse_configuration(configuration("c", webhook("h", ["*"], ["*"])))
+    patch = base64.b64encode(json.dumps(operations).encode()).decode()
+    return hooks.retained(hook, "u", answer("u", patch=patch, patchType="JSONPatch"), obj)
+
+
 def test_json_patch_operations() -> None:
     doc = {"a": {"b": [1, 2]}, "c": "x"}
-    patched = apply_patch(
+    out = patched(
         doc,
         [
             {"op": "add", "path": "/a/b/-", "value": 3},
@@ -169,13 +174,27 @@ def test_json_patch_operations() -> None:
             {"op": "test", "path": "/e~1f/0", "value": 0},
         ],
     )
-    assert patched == {"a": {"b": [0, 10, 2, 3]}, "e/f": [0, 10, 2, 3]}
-    for bad in (
-        [{"op": "remove", "path": "/missing"}],
-        [{"op": "test", "path": "/a", "value": 1}],
-        [{"op": "add", "path": "/a/b/9", "value": 1}],
-        [{"op": "jump", "path": "/a"}],
-        {"op": "add"},
-    ):
-        with pytest.raises(PatchError):
-            apply_patch({"a": {"b": []}}, bad)
+    assert out == {"a": {"b": [0, 10, 2, 3]}, "e/f": [0, 10, 2, 3]}
+    assert doc == {"a": {"b": [1, 2]}, "c": "x"}  # the desired object is left as it was
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ([{"op": "remove", "path": "/missing"}], "non-existent"),
+        ([{"op": "test", "path": "/a", "value": 1}], "not equal"),
+        ([{"op": "add", "path": "/a/b/9", "value": 1}], "outside of list"),
+        ([{"op": "add", "path": "/a/b/01", "value": 1}], "not a valid sequence index"),
+        ([{"op": "add", "path": "a", "value": 1}], "must start with /"),
+        ([{"op": "add", "path": "/s/x", "value": 1}], "non-container"),
+        ([{"op": "add", "path": "/x"}], "'value'"),
+        ([{"op": "jump", "path": "/a"}], "Unknown operation"),
+        ([5], "must be an object"),
+        ({"op": "add"}, "a list of operations"),
+        ('[{"op": "remove", "path": "/a"}]', "a list of operations"),
+        ([{"op": "replace", "path": "", "value": 1}], "non-object"),
+    ],
+)
+def test_unusable_json_patches_are_refused_with_why(bad: Any, says: str) -> None:
+    with pytest.raises(hooks.WebhookError, match=says):
+        patched({"a": {"b": []}, "s": "text"}, bad)
