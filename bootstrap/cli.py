@@ -1,7 +1,9 @@
 """`karmada-bootstrap`: token create|list|delete, register, unregister (karmadactl's flags).
 
-Flags follow Go's pflag conventions where karmadactl's do: `--flag=value` or `--flag value`,
-booleans as `--flag`, `--flag=true|false`, durations like `24h`, `5m`, `60s`.
+Flags are read as karmadactl's cobra and pflag read them, by the agent's own pflag parser
+(agent/options/pflag_argparse.py): `--flag=value` or `--flag value`, booleans as `--flag` or
+`--flag=true|false` (Go's spellings only, no `--no-flag`), string lists comma-separated and
+repeatable, durations like `24h`, `5m`, `60s`; errors in pflag's and cobra's words.
 """
 
 from __future__ import annotations
@@ -9,93 +11,91 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import Any
 
 from agent.karmada import names
 from agent.kube.errors import KubeError
 from agent.options.durations import parse_duration
+from agent.options.errors import HelpRequested, OptionsError
+from agent.options.flag_values import parse_int, parse_string_list
+from agent.options.pflag_argparse import ListAction, PflagParser, converter, flag_label
 
 from . import PROGRAM, csr, discovery, register, render, token_cmd, tokens, unregister
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 
-_BOOL_FLAGS = {
-    "--print-register-command",
-    "--ensure-prerequisites",
-    "--discovery-token-unsafe-skip-ca-verification",
-    "--enable-cert-rotation",
-    "--dry-run",
-    "--wait-for-ready",
-}
-_TRUE = {"1", "t", "true", "y", "yes", "on"}
-_FALSE = {"0", "f", "false", "n", "no", "off"}
 
-
-def _duration(text: str) -> timedelta:
-    try:
-        return parse_duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def normalize_argv(argv: Sequence[str]) -> list[str]:
-    """`--bool=true|false` (pflag) -> `--bool` / `--no-bool` (argparse)."""
-    out = []
-    for arg in argv:
-        name, eq, value = arg.partition("=")
-        if eq and name in _BOOL_FLAGS:
-            lowered = value.lower()
-            if lowered in _TRUE:
-                out.append(name)
-                continue
-            if lowered in _FALSE:
-                out.append("--no-" + name[2:])
-                continue
-            raise SystemExit(f"{PROGRAM}: invalid boolean {value!r} for {name}")
-        out.append(arg)
-    return out
-
-
-def _bool(parser: argparse.ArgumentParser, flag: str, default: bool, help_text: str) -> None:
+def _flag(
+    parser: PflagParser, name: str, default: Any, help_text: str = "", *,
+    parse: Callable[[str], Any] = str, short: str = "", dest: str | None = None,
+) -> None:  # fmt: skip
+    """A pflag value flag: `--name=value` or `--name value`."""
+    names = [n for n in (short, name) if n]
     parser.add_argument(
-        flag, action=argparse.BooleanOptionalAction, default=default, help=help_text
-    )
+        *names, dest=dest or name[2:].replace("-", "_"), default=default, help=help_text,
+        type=converter(parse, flag_label(names)),
+    )  # fmt: skip
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def _list(
+    parser: PflagParser, name: str, default: Sequence[str], help_text: str, **kw: Any
+) -> None:
+    """A pflag StringSlice: comma-separated, repeatable; the first use replaces the default."""
+    parser.add_argument(
+        name, default=tuple(default), help=help_text, action=ListAction, metavar="strings",
+        type=converter(parse_string_list, name), **kw,
+    )  # fmt: skip
+
+
+def _bool(parser: PflagParser, name: str, default: bool, help_text: str) -> None:
+    parser.add_bool(parser, name, dest=name[2:].replace("-", "_"), default=default, help=help_text)
+
+
+def _rbac_mode(text: str) -> str:
+    if text not in register.RBAC_MODES:
+        raise ValueError(f"must be one of {', '.join(register.RBAC_MODES)}")
+    return text
+
+
+def _command(commands: Any, name: str, help_text: str) -> PflagParser:
+    command: PflagParser = commands.add_parser(name, help=help_text, description=help_text)
+    # Arguments are counted after parsing, as cobra does (`accepts 1 arg(s), received 2`).
+    command.add_argument("args", nargs="*", help=argparse.SUPPRESS)
+    return command
+
+
+def build_parser() -> PflagParser:
+    parser = PflagParser(
         prog=PROGRAM,
         description="Join member clusters to Karmada in pull mode with bootstrap tokens.",
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    token = commands.add_parser("token", help="manage bootstrap tokens on the control plane")
-    token_commands = token.add_subparsers(dest="token_command", required=True)
-    create = token_commands.add_parser("create", help="create a bootstrap token")
-    listing = token_commands.add_parser("list", help="list bootstrap tokens (secrets hidden)")
-    delete = token_commands.add_parser("delete", help="delete bootstrap tokens by id or token")
+    token = commands.add_parser(
+        "token",
+        help="manage bootstrap tokens on the control plane",
+        description="manage bootstrap tokens on the control plane",
+    )
+    token_commands = token.add_subparsers(dest="token_command", required=True, metavar="COMMAND")
+    create = _command(token_commands, "create", "create a bootstrap token")
+    listing = _command(token_commands, "list", "list bootstrap tokens (secrets hidden)")
+    delete = _command(token_commands, "delete", "delete bootstrap tokens by id or token")
     for sub in (create, listing, delete):
-        sub.add_argument("--kubeconfig", default="", help="kubeconfig of the Karmada control plane")
-        sub.add_argument("--karmada-context", default="", help="context in that kubeconfig")
-    create.add_argument(
-        "--ttl",
-        type=_duration,
-        default=timedelta(hours=24),
-        help="lifetime of the token; 0 means never expires (default 24h)",
-    )
-    create.add_argument(
-        "--usages",
-        default=",".join(tokens.DEFAULT_USAGES),
-        help="comma-separated usages: signing,authentication",
-    )
-    create.add_argument(
-        "--groups",
-        default=tokens.DEFAULT_GROUP,
-        help="comma-separated extra groups the token authenticates as",
-    )
-    create.add_argument("--description", default="", help="a human-friendly description")
+        _flag(sub, "--kubeconfig", "", "kubeconfig of the Karmada control plane")
+        _flag(sub, "--karmada-context", "", "context in that kubeconfig")
+    _flag(
+        create, "--ttl", timedelta(hours=24),
+        "lifetime of the token; 0 means never expires (default 24h)", parse=parse_duration,
+    )  # fmt: skip
+    _list(create, "--usages", tokens.DEFAULT_USAGES, "usages: signing,authentication")
+    _list(
+        create, "--groups", [tokens.DEFAULT_GROUP],
+        "extra groups the token authenticates as",
+    )  # fmt: skip
+    _flag(create, "--description", "", "a human-friendly description")
     _bool(
         create,
         "--print-register-command",
@@ -108,120 +108,128 @@ def build_parser() -> argparse.ArgumentParser:
         False,
         "create what registration needs on the control plane (cluster-info, bootstrap RBAC)",
     )
-    create.add_argument(
+    _flag(
+        create,
         "--for-cluster",
-        default="",
-        help="also pre-create the least-privilege RBAC of this cluster's agent",
+        "",
+        "also pre-create the least-privilege RBAC of this cluster's agent",
     )
-    create.add_argument(
-        "--cluster-namespace",
-        default=names.DEFAULT_CLUSTER_NAMESPACE,
-        help="with --for-cluster: where the agent reports member Secrets",
-    )
-    create.add_argument(
-        "--agent-namespace",
-        default=names.DEFAULT_AGENT_NAMESPACE,
-        help="with --for-cluster: the agent's -n/--namespace (leader election)",
-    )
-    delete.add_argument("tokens", nargs="*", metavar="TOKEN_ID_OR_TOKEN")
+    _flag(
+        create, "--cluster-namespace", names.DEFAULT_CLUSTER_NAMESPACE,
+        "with --for-cluster: where the agent reports member Secrets",
+    )  # fmt: skip
+    _flag(
+        create, "--agent-namespace", names.DEFAULT_AGENT_NAMESPACE,
+        "with --for-cluster: the agent's -n/--namespace (leader election)",
+    )  # fmt: skip
 
-    reg = commands.add_parser("register", help="register this member cluster (pull mode)")
-    reg.add_argument("endpoint", metavar="HOST:PORT", help="the Karmada API server's address")
-    reg.add_argument("--token", default="", help="bootstrap token id.secret")
-    reg.add_argument(
-        "--discovery-token-ca-cert-hash",
-        action="append",
-        default=[],
+    reg = _command(commands, "register", "register this member cluster (pull mode): HOST:PORT")
+    _flag(reg, "--token", "", "bootstrap token id.secret")
+    _list(
+        reg, "--discovery-token-ca-cert-hash", [], "sha256:<hex> pin(s) of the control plane's CA",
         dest="ca_cert_hashes",
-        help="sha256:<hex> pin(s) of the control plane's CA",
-    )
+    )  # fmt: skip
     _bool(
         reg,
         "--discovery-token-unsafe-skip-ca-verification",
         False,
         "register without pinning the CA (unsafe)",
     )
-    reg.add_argument(
-        "--cluster-name",
-        default="",
-        help="name of this cluster in Karmada (default: current context's cluster)",
-    )
-    reg.add_argument(
-        "--cluster-namespace",
-        default=names.DEFAULT_CLUSTER_NAMESPACE,
-        help="control-plane namespace of the member's reported secrets",
-    )
-    reg.add_argument("--cluster-provider", default="")
-    reg.add_argument("--cluster-region", default="")
-    reg.add_argument("--cluster-zones", default="", help="comma-separated zones")
-    reg.add_argument("--kubeconfig", default="", help="kubeconfig of this member cluster")
-    reg.add_argument("--context", default="", help="context in that kubeconfig")
-    reg.add_argument(
-        "-n",
+    _flag(
+        reg, "--cluster-name", "",
+        "name of this cluster in Karmada (default: current context's cluster)",
+    )  # fmt: skip
+    _flag(
+        reg, "--cluster-namespace", names.DEFAULT_CLUSTER_NAMESPACE,
+        "control-plane namespace of the member's reported secrets",
+    )  # fmt: skip
+    _flag(reg, "--cluster-provider", "")
+    _flag(reg, "--cluster-region", "")
+    _list(reg, "--cluster-zones", [], "zones of this cluster")
+    _flag(reg, "--kubeconfig", "", "kubeconfig of this member cluster")
+    _flag(reg, "--context", "", "context in that kubeconfig")
+    _flag(
+        reg,
         "--namespace",
-        default=names.DEFAULT_AGENT_NAMESPACE,
-        help="member namespace of the agent",
+        names.DEFAULT_AGENT_NAMESPACE,
+        "member namespace of the agent",
+        short="-n",
     )
-    reg.add_argument(
-        "--karmada-agent-image", default="", help="agent image (default: the image in deploy/)"
-    )
-    reg.add_argument("--karmada-agent-replicas", type=int, default=1)
-    reg.add_argument(
-        "--cert-expiration-seconds",
-        type=int,
-        default=register.DEFAULT_CERT_EXPIRATION_SECONDS,
-        help="requested lifetime of the agent's certificate",
-    )
+    _flag(reg, "--karmada-agent-image", "", "agent image (default: the image in deploy/)")
+    _flag(reg, "--karmada-agent-replicas", 1, parse=parse_int)
+    _flag(
+        reg, "--cert-expiration-seconds", register.DEFAULT_CERT_EXPIRATION_SECONDS,
+        "requested lifetime of the agent's certificate", parse=parse_int,
+    )  # fmt: skip
     _bool(reg, "--enable-cert-rotation", False, "pass --controllers=*,certRotation to the agent")
-    reg.add_argument(
-        "--discovery-timeout",
-        type=_duration,
-        default=timedelta(minutes=5),
-        help="how long to wait for discovery, the certificate and Ready (5m)",
-    )
-    reg.add_argument("--proxy-server-address", default="")
-    reg.add_argument(
+    _flag(
+        reg, "--discovery-timeout", timedelta(minutes=5),
+        "how long to wait for discovery, the certificate and Ready (5m)", parse=parse_duration,
+    )  # fmt: skip
+    _flag(reg, "--proxy-server-address", "")
+    _flag(
+        reg,
         "--tunnel-server-address",
-        default="",
-        help="host:port of the control plane's tunnel proxy-server (deploy/control-plane/"
+        "",
+        "host:port of the control plane's tunnel proxy-server (deploy/control-plane/"
         "tunnel-server): the agent keeps a tunnel to it, so the control plane reaches this "
         "cluster without dialling it; authenticated by the agent's own client certificate",
     )
-    reg.add_argument(
+    _flag(
+        reg,
         "--tunnel-proxy-url",
-        default="",
-        help="the proxy-server's CONNECT address as the control plane reaches it (default: "
+        "",
+        "the proxy-server's CONNECT address as the control plane reaches it (default: "
         "the karmada-tunnel-connect Service)",
     )
     _bool(reg, "--dry-run", False, "print what would be created; write nothing")
     _bool(reg, "--wait-for-ready", True, "wait until the agent reports the Cluster Ready")
-    reg.add_argument(
-        "--control-plane-rbac",
-        choices=register.RBAC_MODES,
-        default="auto",
-        help="pre-created (least privilege), rbac-generator (upstream), or auto",
-    )
+    _flag(
+        reg, "--control-plane-rbac", "auto",
+        "pre-created (least privilege), rbac-generator (upstream), or auto", parse=_rbac_mode,
+    )  # fmt: skip
 
-    unreg = commands.add_parser("unregister", help="remove a pull-mode member cluster")
-    unreg.add_argument("cluster_name", metavar="CLUSTER_NAME")
-    unreg.add_argument("--cluster-kubeconfig", default="", help="kubeconfig of the member")
-    unreg.add_argument("--cluster-context", default="")
-    unreg.add_argument(
-        "--karmada-config",
-        default="",
-        help="admin kubeconfig of the control plane (else: the agent's own)",
-    )
-    unreg.add_argument("--karmada-context", default="")
-    unreg.add_argument("-n", "--namespace", default=names.DEFAULT_AGENT_NAMESPACE)
-    unreg.add_argument("--agent-name", default=render.AGENT_NAME)
-    unreg.add_argument("--cluster-namespace", default=names.DEFAULT_CLUSTER_NAMESPACE)
-    unreg.add_argument("--wait", type=_duration, default=timedelta(seconds=60))
+    unreg = _command(commands, "unregister", "remove a pull-mode member cluster: CLUSTER_NAME")
+    _flag(unreg, "--cluster-kubeconfig", "", "kubeconfig of the member")
+    _flag(unreg, "--cluster-context", "")
+    _flag(
+        unreg, "--karmada-config", "",
+        "admin kubeconfig of the control plane (else: the agent's own)",
+    )  # fmt: skip
+    _flag(unreg, "--karmada-context", "")
+    _flag(unreg, "--namespace", names.DEFAULT_AGENT_NAMESPACE, short="-n")
+    _flag(unreg, "--agent-name", render.AGENT_NAME)
+    _flag(unreg, "--cluster-namespace", names.DEFAULT_CLUSTER_NAMESPACE)
+    _flag(unreg, "--wait", timedelta(seconds=60), parse=parse_duration)
     _bool(unreg, "--dry-run", False, "print what would be deleted")
     return parser
 
 
-def _split(text: str) -> list[str]:
-    return [item.strip() for item in text.split(",") if item.strip()]
+def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """A command line as karmadactl's cobra and pflag read it; raises OptionsError (pflag's and
+    cobra's wording) or HelpRequested."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    path = " ".join(
+        [PROGRAM, args.command] + ([args.token_command] if args.command == "token" else [])
+    )
+    if any(arg.startswith("-") and arg != "-" for arg in extra):
+        raise OptionsError([parser.unknown_flag(extra)], command=path)
+    given = [*args.args, *extra]
+    if args.command == "register" and len(given) != 1:
+        raise OptionsError([f"accepts 1 arg(s), received {len(given)}"], command=path)
+    if args.command == "unregister" and len(given) != 1:
+        # karmadactl unregister's own wording.
+        problem = (
+            "invalid cluster name(): must be not empty"
+            if not given
+            else "only the cluster name is allowed as an argument"
+        )
+        raise OptionsError([problem], command=path)
+    if args.command == "token" and args.token_command != "delete" and given:
+        raise OptionsError([f'unknown command "{given[0]}" for "{path}"'], command=path)
+    args.args = given
+    return args
 
 
 async def dispatch(args: argparse.Namespace) -> None:
@@ -232,8 +240,8 @@ async def dispatch(args: argparse.Namespace) -> None:
                     kubeconfig=args.kubeconfig,
                     karmada_context=args.karmada_context,
                     ttl=args.ttl,
-                    usages=_split(args.usages),
-                    groups=_split(args.groups),
+                    usages=list(args.usages),
+                    groups=list(args.groups),
                     description=args.description,
                     print_register_command=args.print_register_command,
                     ensure_prerequisites=args.ensure_prerequisites,
@@ -245,19 +253,19 @@ async def dispatch(args: argparse.Namespace) -> None:
         elif args.token_command == "list":
             await token_cmd.list_tokens(args.kubeconfig, args.karmada_context)
         else:
-            await token_cmd.delete_tokens(args.kubeconfig, args.karmada_context, args.tokens)
+            await token_cmd.delete_tokens(args.kubeconfig, args.karmada_context, args.args)
     elif args.command == "register":
         await register.run(
             register.RegisterOptions(
-                endpoint=args.endpoint,
+                endpoint=args.args[0],
                 token=args.token,
-                ca_cert_hashes=args.ca_cert_hashes,
+                ca_cert_hashes=list(args.ca_cert_hashes),
                 unsafe_skip_ca_verification=args.discovery_token_unsafe_skip_ca_verification,
                 cluster_name=args.cluster_name,
                 cluster_namespace=args.cluster_namespace,
                 cluster_provider=args.cluster_provider,
                 cluster_region=args.cluster_region,
-                cluster_zones=_split(args.cluster_zones),
+                cluster_zones=list(args.cluster_zones),
                 kubeconfig=args.kubeconfig,
                 context=args.context,
                 namespace=args.namespace,
@@ -277,7 +285,7 @@ async def dispatch(args: argparse.Namespace) -> None:
     else:
         await unregister.run(
             unregister.UnregisterOptions(
-                cluster_name=args.cluster_name,
+                cluster_name=args.args[0],
                 cluster_kubeconfig=args.cluster_kubeconfig,
                 cluster_context=args.cluster_context,
                 karmada_config=args.karmada_config,
@@ -304,7 +312,17 @@ _EXPECTED = (
 
 async def main_async(argv: Sequence[str] | None = None) -> int:
     """The whole command in the running event loop (tests call this directly)."""
-    args = build_parser().parse_args(normalize_argv(sys.argv[1:] if argv is None else argv))
+    try:
+        args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    except HelpRequested as shown:
+        sys.stdout.write(shown.text)
+        return EXIT_OK
+    except OptionsError as error:
+        for problem in error.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        if error.command:
+            print(f"See '{error.command} --help' for usage.", file=sys.stderr)
+        return EXIT_FAILURE
     try:
         await dispatch(args)
     except _EXPECTED as exc:

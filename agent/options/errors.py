@@ -8,8 +8,9 @@ from collections.abc import Sequence
 class OptionsError(ValueError):
     """Bad command line: one or more problems, each naming its flag."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
+    def __init__(self, problems: Sequence[str], *, command: str = "") -> None:
         self.problems = tuple(problems)
+        self.command = command  # the (sub)command whose --help to point to, when known
         super().__init__("\n".join(self.problems))
 
 

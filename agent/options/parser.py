@@ -16,13 +16,12 @@ from agent.options.flags import FLAGS, KLOG_BOOL_FLAGS, KLOG_VALUE_FLAGS
 from agent.options.model import Options
 from agent.options.pflag_argparse import (
     GatesAction,
-    HelpAction,
-    HelpFormatter,
     IgnoredAction,
     ListAction,
     PflagParser,
     converter,
     default_text,
+    flag_label,
 )
 from agent.options.validation import validate
 
@@ -47,11 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Pull-mode member agent for Karmada: registers this cluster with the Karmada control "
             "plane, applies the Works placed on it, and reports their status and the cluster's."
         ),
-        allow_abbrev=False,
-        formatter_class=HelpFormatter,
-        add_help=False,
     )
-    parser.add_argument("-h", "--help", nargs=0, action=HelpAction, help="Show this help and exit.")
     defaults = Options()
     groups: dict[str, argparse._ArgumentGroup] = {}
     for flag in FLAGS:
@@ -62,12 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
         default = getattr(defaults, flag.attribute)
         shown = default_text(default)
         help_text = f"{flag.help} (default {shown})" if shown else flag.help
-        convert = converter(_KIND_PARSERS[flag.kind])
+        convert = converter(_KIND_PARSERS[flag.kind], flag_label(names))
         if flag.kind == "bool":
-            group.add_argument(
-                *names, dest=flag.attribute, type=convert, nargs="?", const=True,
-                metavar="true|false", help=help_text,
-            )  # fmt: skip
+            parser.add_bool(group, *names, dest=flag.attribute, default=default, help=help_text)
         elif flag.kind == "list":
             group.add_argument(
                 *names, dest=flag.attribute, type=convert, action=ListAction,
@@ -83,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                 *names, dest=flag.attribute, type=convert, metavar=flag.kind, help=help_text
             )
     klog = parser.add_argument_group("klog flags (accepted for compatibility, ignored)")
+    parser.bool_flags.update(f"--{name}" for name in KLOG_BOOL_FLAGS)
     for name in KLOG_BOOL_FLAGS:
         klog.add_argument(f"--{name}", dest=name.replace("-", "_"), nargs="?", action=IgnoredAction,
                           help=argparse.SUPPRESS)  # fmt: skip
@@ -96,26 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def normalize_argv(argv: Sequence[str]) -> list[str]:
-    """Go components accept `--flag_name` for `--flag-name`; so do we (flag names only)."""
-    result: list[str] = []
-    for index, arg in enumerate(argv):
-        if arg == "--":
-            result.extend(argv[index:])
-            break
-        if arg.startswith("--"):
-            name, sep, value = arg.partition("=")
-            arg = name.replace("_", "-") + sep + value
-        result.append(arg)
-    return result
-
-
 def parse_options(argv: Sequence[str]) -> Options:
     """Parse and validate a command line (without the program name).
 
     Raises OptionsError (every problem names its flag) or HelpRequested (with the help text).
     """
-    namespace = build_parser().parse_args(normalize_argv(argv))
+    namespace = build_parser().parse_args(argv)
     values = {
         f.name: getattr(namespace, f.name) for f in fields(Options) if hasattr(namespace, f.name)
     }
