@@ -14,6 +14,7 @@ from agent.logs import configure_logging, get_logger
 from agent.options import HelpRequested, Options, OptionsError, parse_options
 from agent.options.compatibility import start_warnings
 from agent.options.durations import format_duration
+from agent.options.errors import explain
 from agent.options.parser import PROGRAM
 from agent.version import VERSION, build_info
 
@@ -30,14 +31,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _version(args[1:])
     try:
         options = parse_options(args)
-    except HelpRequested as shown:
-        sys.stdout.write(shown.text)
-        return EXIT_OK
-    except OptionsError as error:
-        for problem in error.problems:
-            print(f"Error: {problem}", file=sys.stderr)
-        print(f"Run '{PROGRAM} --help' for usage.", file=sys.stderr)
-        return EXIT_FAILURE
+    except (HelpRequested, OptionsError) as refused:
+        return explain(refused, error="Error", usage="Run '{command} --help' for usage.",
+                       command=PROGRAM)  # fmt: skip
 
     configure_logging(verbosity=options.verbosity, log_format=options.log_format)
     log = get_logger(PROGRAM)

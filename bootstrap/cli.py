@@ -18,7 +18,7 @@ from typing import Any
 from agent.karmada import names
 from agent.kube.errors import KubeError
 from agent.options.durations import parse_duration
-from agent.options.errors import HelpRequested, OptionsError
+from agent.options.errors import HelpRequested, OptionsError, explain
 from agent.options.flag_values import parse_int, parse_string_list
 from agent.options.pflag_argparse import ListAction, PflagParser, converter, flag_label
 
@@ -217,7 +217,7 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
         raise OptionsError([parser.unknown_flag(extra)], command=path)
     given = [*args.args, *extra]
     if args.command == "register" and len(given) != 1:
-        raise OptionsError([f"accepts 1 arg(s), received {len(given)}"], command=path)
+        raise OptionsError([f"accepts 1 arg(s), received {len(given)}"])
     if args.command == "unregister" and len(given) != 1:
         # karmadactl unregister's own wording.
         problem = (
@@ -225,9 +225,9 @@ def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
             if not given
             else "only the cluster name is allowed as an argument"
         )
-        raise OptionsError([problem], command=path)
+        raise OptionsError([problem])
     if args.command == "token" and args.token_command != "delete" and given:
-        raise OptionsError([f'unknown command "{given[0]}" for "{path}"'], command=path)
+        raise OptionsError([f'unknown command "{given[0]}" for "{path}"'])
     args.args = given
     return args
 
@@ -314,15 +314,11 @@ async def main_async(argv: Sequence[str] | None = None) -> int:
     """The whole command in the running event loop (tests call this directly)."""
     try:
         args = parse_arguments(sys.argv[1:] if argv is None else argv)
-    except HelpRequested as shown:
-        sys.stdout.write(shown.text)
-        return EXIT_OK
-    except OptionsError as error:
-        for problem in error.problems:
-            print(f"error: {problem}", file=sys.stderr)
-        if error.command:
-            print(f"See '{error.command} --help' for usage.", file=sys.stderr)
-        return EXIT_FAILURE
+    except (HelpRequested, OptionsError) as refused:
+        # As karmadactl: no pointer to the help after a wrong count of arguments.
+        return explain(
+            refused, error="error", usage="See '{command} --help' for usage.", command=""
+        )
     try:
         await dispatch(args)
     except _EXPECTED as exc:
