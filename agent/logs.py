@@ -31,7 +31,6 @@ NOISY_LOGGERS = (
     "httpcore",
     "hpack",
     "h2",
-    "apscheduler",
     "kubernetes",
     "urllib3",
     "aiohttp.access",

@@ -1,12 +1,10 @@
 """A FakeClock that moves the process's wall clock with it.
 
-apscheduler decides which jobs are due from `datetime.now`, while its wake-up timer runs on the
-agent's `Clock` (agent/periodic.py). `WallFakeClock.advance(s)` moves both by `s`, so a schedule
-of minutes runs in a test without waiting and without real-time slack. The wall clock stands
-still in between (time-machine's tick=False), as the fake monotonic clock does: were it to tick,
-the real seconds a loaded machine spends between two looks of the scheduler would read as a
-wall-clock step (agent/periodic.py follows those), move the schedule, and make a job due while
-its previous run was still going (a skip).
+Schedules run on the agent's monotonic `Clock` alone (agent/periodic.py), so a FakeClock is
+enough to drive them. What a job writes may still be wall-clock time (the heartbeat's Lease
+renewTime): `WallFakeClock.advance(s)` moves the wall clock by `s` too, so a test can check
+that those times follow the schedule. The wall clock stands still in between (time-machine's
+tick=False), as the fake monotonic clock does.
 """
 
 from __future__ import annotations
@@ -26,13 +24,9 @@ class WallFakeClock(FakeClock):
         self._traveller = traveller
 
     def advance(self, seconds: float) -> None:
-        # Wall first: the timers fired below wake the scheduler, which then reads the wall clock.
+        # Wall first: the jobs woken by the timers fired below read the wall clock.
         self._traveller.shift(seconds)
         super().advance(seconds)
-
-    def shift_wall(self, seconds: float) -> None:
-        """Step the wall clock alone (an operator or NTP setting it), the monotonic one not."""
-        self._traveller.shift(seconds)
 
 
 @contextlib.contextmanager

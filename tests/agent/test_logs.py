@@ -171,7 +171,7 @@ def test_verbosity_levels_and_noisy_libraries() -> None:
     get_logger("agent.test").debug("hidden detail")
     get_logger("agent.test").info("shown")
     logging.getLogger("httpx").info("HTTP Request: GET https://x")
-    logging.getLogger("apscheduler.executors.default").info("job ran")
+    logging.getLogger("kubernetes.client.rest").info("response body")
     logging.getLogger("httpx").warning("retrying")
     assert [e["event"] for e in lines(quiet)] == ["shown", "retrying"]
 
@@ -186,11 +186,11 @@ def test_verbosity_levels_and_noisy_libraries() -> None:
 def test_stdlib_extra_fields_are_kept_and_redacted() -> None:
     stream = io.StringIO()
     configure_logging(log_format="json", stream=stream)
-    logging.getLogger("apscheduler").warning("missed", extra={"job": "heartbeat", "token": OPAQUE})
+    logging.getLogger("kubernetes").warning("missed", extra={"job": "heartbeat", "token": OPAQUE})
     [event] = lines(stream)
     assert event["job"] == "heartbeat"
     assert event["token"] == REDACTED
-    assert event["logger"] == "apscheduler"
+    assert event["logger"] == "kubernetes"
 
 
 def test_our_events_are_stdlib_records_with_their_message_formatted(

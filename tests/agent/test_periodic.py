@@ -1,17 +1,17 @@
-"""The periodic job wrapper: no overlap, the injected clock, failures, bounded stop, one shared
-scheduler."""
+"""Periodic jobs as requeue-after loops: no overlap, the injected monotonic clock (no wall clock
+in the schedule), failures, a bounded stop."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-from datetime import timedelta
+import datetime
 
 import pytest
+import time_machine
 
-from agent.periodic import Periodic, shared_scheduler
+from agent.kube.clock import FakeClock
+from agent.periodic import Periodic
 from tests import polling
-from tests.fakewall import wall_fake_clock
 
 
 async def test_periodic_runs_without_overlap_and_stop_waits_for_inflight() -> None:
@@ -35,68 +35,91 @@ async def test_periodic_runs_without_overlap_and_stop_waits_for_inflight() -> No
     periodic = Periodic("test-job", job, 0.05)
     await periodic.start()
 
-    # The first run starts at once and is still going: later ticks must be skipped.
+    # The first run starts at once and is still going: no second run meanwhile.
     await asyncio.wait_for(began.wait(), 5)
     stopping = asyncio.create_task(periodic.stop(timeout=5))
-    await asyncio.sleep(0)  # let stop() pause the scheduler and start waiting
-    assert not stopping.done()
+    await polling.eventually(lambda: not periodic.running, what="stop() under way")
+    assert not stopping.done()  # it waits for the run in flight
     release.set()
     await asyncio.wait_for(stopping, 5)
     assert most == 1
     assert finished == 1  # the in-flight run finished instead of being cancelled
-    assert not periodic.running
+    assert periodic.runs == 1
 
 
 async def test_periodic_schedule_follows_the_injected_clock() -> None:
-    with wall_fake_clock() as clock:
-        ran_at: list[float] = []
+    clock = FakeClock()
+    ran_at: list[float] = []
 
-        async def job() -> None:
-            ran_at.append(clock.now())
+    async def job() -> None:
+        ran_at.append(clock.now())
 
-        periodic = Periodic("clocked", job, 30, clock=clock)
-        await periodic.start()
-        try:
-            assert await periodic.wait_runs(1, timeout=5)
-            scheduled = shared_scheduler(clock).scheduler.get_job(periodic.job_id)
-            first = scheduled.next_run_time - timedelta(seconds=30)
-            clock.advance(30)
-            assert await periodic.wait_runs(2, timeout=5)
-            # Three intervals at once are folded into one run (coalesce), then the schedule
-            # goes on from the last interval boundary.
-            clock.advance(90)
-            assert await periodic.wait_runs(3, timeout=5)
-            scheduled = shared_scheduler(clock).scheduler.get_job(periodic.job_id)
-            assert scheduled.next_run_time - first == timedelta(seconds=150)
-        finally:
-            await periodic.stop()
-        assert ran_at == [1000.0, 1030.0, 1120.0]
-        assert periodic.skips == 0
+    periodic = Periodic("clocked", job, 30, clock=clock)
+    await periodic.start()
+    try:
+        assert await periodic.wait_runs(1, timeout=5)
+        await polling.eventually(lambda: periodic.next_run_at == 1030.0, what="next run due")
+        clock.advance(30)
+        assert await periodic.wait_runs(2, timeout=5)
+        # A loop late by three intervals runs the job once, not three times, and the next run
+        # is due an interval after that one.
+        await polling.eventually(lambda: periodic.next_run_at == 1060.0, what="next run due")
+        clock.advance(90)
+        assert await periodic.wait_runs(3, timeout=5)
+        await polling.eventually(lambda: periodic.next_run_at == 1150.0, what="next run due")
+    finally:
+        await periodic.stop()
+    assert ran_at == [1000.0, 1030.0, 1120.0]
+
+
+async def test_the_next_run_is_an_interval_after_a_long_run_ends() -> None:
+    """A run longer than the interval is not followed at once by another (upstream's
+    RequeueAfter counts from the end of the reconcile)."""
+    clock = FakeClock()
+    release = asyncio.Event()
+
+    async def job() -> None:
+        await release.wait()
+
+    periodic = Periodic("slow", job, 10, clock=clock)
+    await periodic.start()
+    try:
+        await polling.eventually(lambda: periodic.next_run_at is None, what="first run going")
+        clock.advance(25)  # two and a half intervals inside the run
+        release.set()
+        assert await periodic.wait_runs(1, timeout=5)
+        await polling.eventually(lambda: periodic.next_run_at == 1035.0, what="next run due")
+        assert periodic.runs == 1
+    finally:
+        await periodic.stop()
 
 
 @pytest.mark.parametrize("step", [-600.0, 600.0], ids=["set back", "set forward"])
-async def test_a_stepped_wall_clock_moves_the_schedule_with_it(step: float) -> None:
+async def test_a_stepped_wall_clock_does_not_move_the_schedule(step: float) -> None:
     """The node's clock set back ten minutes (or forward): the job still runs every interval of
-    the monotonic clock, neither held for ten minutes nor run in a burst."""
-    with wall_fake_clock() as clock:
-        ran_at: list[float] = []
+    the monotonic clock, neither held for ten minutes nor run in a burst. (time-machine steps
+    the wall clock here; the schedule never reads it.)"""
+    clock = FakeClock()
+    ran_at: list[float] = []
 
-        async def job() -> None:
-            ran_at.append(clock.now())
+    async def job() -> None:
+        ran_at.append(clock.now())
 
-        periodic = Periodic("stepped", job, 10, clock=clock)
+    periodic = Periodic("stepped", job, 10, clock=clock)
+    with time_machine.travel(datetime.datetime.now(datetime.UTC), tick=False) as wall:
         await periodic.start()
         try:
             assert await periodic.wait_runs(1, timeout=5)
-            clock.advance(10)
-            assert await periodic.wait_runs(2, timeout=5)
-            clock.shift_wall(step)
-            for runs in (3, 4):
+            wall.shift(step)
+            for runs in (2, 3):
+                await polling.eventually(
+                    lambda: periodic.next_run_at is not None, what="next run scheduled"
+                )
                 clock.advance(10)
                 assert await periodic.wait_runs(runs, timeout=5)
         finally:
             await periodic.stop()
-        assert ran_at == [1000.0, 1010.0, 1020.0, 1030.0]
+    assert ran_at == [1000.0, 1010.0, 1020.0]
 
 
 async def test_periodic_keeps_going_after_failures() -> None:
@@ -134,12 +157,11 @@ async def test_periodic_cancels_a_run_that_outlives_the_stop_bound() -> None:
     await asyncio.wait_for(began.wait(), 5)
     await asyncio.wait_for(periodic.stop(timeout=0.1), 5)
     assert cancelled.is_set()
+    assert periodic.failures == 0  # a stop's cancel is not a failure
 
 
-async def test_periodic_jobs_share_one_scheduler_and_skips_are_counted_not_logged(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.DEBUG)
+async def test_a_stuck_job_does_not_hold_another_and_a_waiting_job_stops_at_once() -> None:
+    clock = FakeClock()
     release = asyncio.Event()
     quick_runs = 0
 
@@ -150,22 +172,35 @@ async def test_periodic_jobs_share_one_scheduler_and_skips_are_counted_not_logge
         nonlocal quick_runs
         quick_runs += 1
 
-    stuck = Periodic("stuck", slow, 0.02)
-    ticking = Periodic("ticking", quick, 0.02)
+    stuck = Periodic("stuck", slow, 5, clock=clock)
+    ticking = Periodic("ticking", quick, 5, clock=clock)
     await stuck.start()
     await ticking.start()
     try:
-        scheduler = shared_scheduler()
-        assert {j.name for j in scheduler.jobs.values()} == {"stuck", "ticking"}
-        assert len(scheduler.scheduler.get_jobs()) == 2
-        # The stuck job's later ticks are skipped while its first run goes on.
-        await polling.eventually(lambda: stuck.skips >= 3, what="skipped ticks counted")
-        assert ticking.runs >= 1
+        for runs in (1, 2, 3):
+            await polling.eventually(lambda: ticking.next_run_at is not None, what="scheduled")
+            assert await ticking.wait_runs(runs, timeout=5)
+            clock.advance(5)
+        assert stuck.runs == 0
     finally:
         release.set()
         await stuck.stop()
-        await ticking.stop()
-    # The last job gone, the scheduler shuts down (apscheduler does it on the loop's next turn).
-    await polling.eventually(lambda: not scheduler.scheduler.running, what="scheduler shut down")
-    skipped = [r for r in caplog.records if "maximum number of running instances" in r.getMessage()]
-    assert skipped == []
+        await asyncio.wait_for(ticking.stop(timeout=60), 5)  # waiting: no bound to wait out
+    assert stuck.runs == 1
+    assert not ticking.running
+    assert clock.pending_timers == 0
+
+
+async def test_a_job_may_stop_itself() -> None:
+    periodic: Periodic
+
+    async def job() -> None:
+        await periodic.stop(timeout=30)
+
+    clock = FakeClock()
+    periodic = Periodic("self-stopping", job, 10, clock=clock)
+    await periodic.start()
+    assert await periodic.wait_runs(1, timeout=5)
+    assert not periodic.running
+    assert periodic.failures == 0
+    assert clock.pending_timers == 0  # its loop ended with the run: no next run waited for
