@@ -236,9 +236,9 @@ async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: 
     ):
         watch = ClusterInformer(karmada, "member1")
         controller = ClusterStatusController(
-            karmada=karmada, member=member, options=options, cluster_watch=watch
+            karmada=karmada, member=member, options=options, cluster_informer=watch
         )
-        watch.start()  # as the controller's start() does, without its periodic schedule
+        watch.start()  # as the controller manager does, from the controller's declaration
         try:
             assert await watch.wait_synced(10)
             await controller.sync_once()
@@ -275,7 +275,7 @@ async def test_a_late_watch_event_does_not_take_the_cluster_back_before_our_writ
     ):
         watch = ClusterInformer(karmada, "member1")
         controller = ClusterStatusController(
-            karmada=karmada, member=member, options=options, cluster_watch=watch
+            karmada=karmada, member=member, options=options, cluster_informer=watch
         )
         watch.start()
         try:
