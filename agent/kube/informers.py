@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent.kube.client import GVR, KubeClient
+from agent.kube.listeners import listen
 from agent.kube.reflector import Answers, HandlerFuncs, Reflector, uncached
 from agent.kube.store import drop_managed_fields, writers_only
 from agent.kube.tasks import background, cancel_and_wait
@@ -294,15 +295,10 @@ class SelectedInformers:
     def subscribe(self, handler: ObjectEventHandler) -> Callable[[], None]:
         """Call `handler(event_type, gvr, obj)` for every change of every watched type, objects
         already cached included (replayed as ADDED). Returns a function that unsubscribes."""
-        self._subscribers.append(handler)
+        unsubscribe = listen(self._subscribers, handler)
         for gvr, reflector in list(self._reflectors.items()):
             for obj in reflector.store:
                 self._call(handler, "ADDED", gvr, obj)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._subscribers.remove(handler)
-
         return unsubscribe
 
     def _fan_out(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
