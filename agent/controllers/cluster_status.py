@@ -66,6 +66,8 @@ from agent.resources import CLUSTERS
 from agent.sources.cluster import ClusterInformer
 from agent.sources.link import ControlPlaneLink
 
+from .watches import Watches
+
 log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
@@ -305,7 +307,7 @@ class ClusterStatusController:
         options: Options,
         metrics: AgentMetrics | None = None,
         heartbeat: HeartbeatFactory | None = None,
-        cluster_watch: ClusterInformer | None = None,
+        cluster_informer: ClusterInformer | None = None,
         link: ControlPlaneLink | None = None,
         events: EventEmitter | None = None,
         clock: Clock = REAL_CLOCK,
@@ -317,8 +319,12 @@ class ClusterStatusController:
             {"karmada": karmada.transport.server_clock, "member": member.transport.server_clock},
             metrics,
         )
-        # Started with the controller; until it has synced, the Cluster is read with a GET.
-        self.cluster_watch = cluster_watch
+        # Until it has synced, the Cluster is read with a GET.
+        self.cluster_informer = cluster_informer
+        # Started by the controller manager, not waited for.
+        self.watches = (
+            Watches() if cluster_informer is None else Watches().cluster(cluster_informer)
+        )
         self.member = member
         self.options = options
         self.cluster_name = options.cluster_name
@@ -374,8 +380,6 @@ class ClusterStatusController:
     async def start(self) -> None:
         if self._periodic is not None:
             return
-        if self.cluster_watch is not None:
-            self.cluster_watch.start()
         interval = self.options.cluster_status_update_frequency.total_seconds()
         self._periodic = Periodic(
             f"cluster-status-{self.cluster_name}",
@@ -391,8 +395,6 @@ class ClusterStatusController:
         periodic, self._periodic = self._periodic, None
         if periodic is not None:
             await periodic.stop(timeout=10.0)
-            if self.cluster_watch is not None:
-                await self.cluster_watch.stop()
         await self._stop_member_side()
 
     @property
@@ -468,11 +470,11 @@ class ClusterStatusController:
             )
 
     async def _current_cluster(self) -> JsonDict | None:
-        """The Cluster from the shared watch once it has synced, else from the API server;
+        """The Cluster from the shared informer once it has synced, else from the API server;
         None when it does not exist."""
-        watch = self.cluster_watch
-        if watch is not None and watch.synced:
-            return watch.cluster
+        informer = self.cluster_informer
+        if informer is not None and informer.synced:
+            return informer.cluster
         try:
             return await self.karmada.get(CLUSTERS, self.cluster_name)
         except NotFoundError:
@@ -575,7 +577,8 @@ class ClusterStatusController:
         return {"nodeSummary": node_summary(nodes), "resourceSummary": summary}
 
     def _writing(self) -> AbstractContextManager[Answers]:
-        return self.cluster_watch.writing() if self.cluster_watch is not None else uncached()
+        informer = self.cluster_informer
+        return informer.writing() if informer is not None else uncached()
 
     async def _write_status(self, cluster: JsonDict, mutate: StatusMutation) -> JsonDict:
         """PUT /status when the mutation changes it; re-read and retry on conflict."""
@@ -609,7 +612,7 @@ def build(ctx: AgentContext) -> ClusterStatusController:
         member=ctx.member,
         options=ctx.options,
         metrics=ctx.metrics,
-        cluster_watch=ctx.sources.cluster,
+        cluster_informer=ctx.sources.cluster,
         link=ctx.sources.link,
         events=ctx.events,
     )

@@ -6,10 +6,10 @@ and workStatus controllers, in one place.
 2. Until then the workStatus controller leaves the Work alone (`awaits_first_report`); the
    Applied condition being written or changing is what sends the Work to it (`handed_over`).
 3. From then on the workStatus controller keeps the entries current from the member watches.
-   An object the execution controller applied whose watch event has not arrived yet (the
-   member cache lags behind the apply's answer, `SelectedInformers.lags_behind`) keeps the entry
-   it has: the cache's not knowing it yet does not make it absent. Its event brings the Work
-   back to the workStatus controller. So does any change of the entries but our own writes
+   An object the execution controller applied is in the member cache from the apply's answer
+   on, whether or not its watch event has arrived (`SelectedInformers.writing`): the cache's
+   lagging behind does not make it absent. A member change brings the Work back to the
+   workStatus controller. So does any change of the entries but our own writes
    (`entries_changed`, `WorkInformer.is_own_write`). The Works cache never goes back to an
    older Work than the answer to our last write (agent.kube.reflector), so a late watch event
    of an earlier write is no change to look at.

@@ -54,8 +54,8 @@ class ServiceExportController(SliceReportingController):
     name = "serviceExport"
 
     def __init__(self, ctx: AgentContext) -> None:
-        super().__init__(ctx, collected.SERVICE_EXPORT)
         self.exports = _ServiceExports(ctx)
+        super().__init__(ctx, collected.SERVICE_EXPORT, member_sources=(self.exports,))
         self.exports.reflector.add_handler(
             HandlerFuncs(
                 add=self._export_event,
@@ -65,12 +65,6 @@ class ServiceExportController(SliceReportingController):
         )
 
     # --- member watches ------------------------------------------------------------------------
-
-    def _start_member_watches(self) -> None:
-        self.exports.start()
-
-    async def _stop_member_watches(self) -> None:
-        await self.exports.stop()
 
     def _member_synced(self) -> bool:
         return self.slices.synced and self.exports.synced

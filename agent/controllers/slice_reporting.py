@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 from typing import Any
 
 from agent.context import AgentContext
@@ -25,6 +24,7 @@ from agent.resources import WORKS
 from agent.sources.works import WorkInformer
 
 from .rate_limiter import controller_rate_limiter
+from .watches import OnDemand, Startable, Watches
 
 log = get_logger(__name__)
 
@@ -101,12 +101,15 @@ class SliceReportingController:
     """The frame both reporting controllers share: this cluster's Works (control plane), the
     shared member EndpointSlice watch (started once there is something to report), a
     rate-limited queue of `Key`s and its workers. Subclasses implement `reconcile`,
-    `_wanted`, `_slice_event` and `_work_event`, and may watch more member objects."""
+    `_wanted`, `_slice_event` and `_work_event`, and may watch more member objects
+    (`member_sources`, started with the EndpointSlices)."""
 
     name: str
     workers = 3  # upstream runs three asynchronous workers for each
 
-    def __init__(self, ctx: AgentContext, reporter: Reporter) -> None:
+    def __init__(
+        self, ctx: AgentContext, reporter: Reporter, member_sources: tuple[Startable, ...] = ()
+    ) -> None:
         self.ctx = ctx
         self.log = get_logger(__name__).bind(controller=self.name, cluster=ctx.cluster_name)
         self.works = ctx.sources.works
@@ -119,9 +122,24 @@ class SliceReportingController:
         self.controller: Controller[Key] = Controller(
             component, self.queue, self.reconcile, workers=self.workers, metrics=metrics
         )
-        self._unsubscribe: list[Callable[[], None]] = []
         self._starter: asyncio.Task[None] | None = None
-        self._member_started = False
+        # The member is watched once a Work gives something to report (`ensure_member_watches`).
+        self.member_watches = OnDemand(
+            self.slices,
+            *member_sources,
+            subscribe=(
+                lambda: self.slices.want(self._wanted),
+                lambda: self.slices.subscribe(self._slice_event),
+            ),
+        )
+        self.watches = (
+            Watches()
+            .for_works(
+                self.works,
+                HandlerFuncs(add=self._work_event, update=lambda _old, new: self._work_event(new)),
+            )
+            .on_demand(self.member_watches)
+        )
 
     # --- for subclasses ------------------------------------------------------------------------
 
@@ -137,12 +155,6 @@ class SliceReportingController:
     def _work_event(self, work: JsonDict) -> None:
         raise NotImplementedError
 
-    def _start_member_watches(self) -> None:
-        """Start the member watches this controller needs beyond EndpointSlices."""
-
-    async def _stop_member_watches(self) -> None:
-        """Stop what `_start_member_watches` started."""
-
     def _member_synced(self) -> bool:
         return self.slices.synced
 
@@ -155,34 +167,22 @@ class SliceReportingController:
     def ensure_member_watches(self) -> None:
         """Watch the member once a Work gives something to report (as upstream builds its
         member informers on the first such Work): a member without the MCS API is never asked."""
-        if self._member_started:
-            return
-        self._member_started = True
-        self._unsubscribe.append(self.slices.want(self._wanted))
-        self._unsubscribe.append(self.slices.subscribe(self._slice_event))
-        self.slices.start()
-        self._start_member_watches()
-        self.log.info("watching the member for reported EndpointSlices")
+        if self.member_watches.ensure():
+            self.log.info("watching the member for reported EndpointSlices")
 
     def require_member_synced(self) -> None:
-        if not self._member_started:
-            self.ensure_member_watches()
+        self.ensure_member_watches()
         if not self._member_synced():
             raise RetryableError("member caches have not synced yet")
 
     async def start(self) -> None:
-        self._unsubscribe.append(
-            self.works.add_handler(
-                HandlerFuncs(add=self._work_event, update=lambda _old, new: self._work_event(new))
-            )
-        )
-        self.works.start()
+        """The sources are started and the handlers subscribed by the controller manager."""
         self._starter = asyncio.get_running_loop().create_task(
             self._start_workers(), name=f"{self.name} start"
         )
 
     async def _start_workers(self) -> None:
-        await self.works.wait_synced()
+        await self.watches.wait_synced()
         self.log.info("caches synced; starting workers", workers=self.controller.workers)
         self.controller.start()
 
@@ -192,11 +192,3 @@ class SliceReportingController:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._starter
         await self.controller.stop(10.0)
-        for unsubscribe in self._unsubscribe:
-            unsubscribe()
-        self._unsubscribe.clear()
-        if self._member_started:
-            self._member_started = False
-            await self._stop_member_watches()
-            await self.slices.stop()
-        await self.works.stop()

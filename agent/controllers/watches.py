@@ -6,7 +6,10 @@ many declare it, before the controllers, and stops them after; it subscribes eac
 handlers before starting it and removes them after stopping it. A controller starts its
 workers once the sources it waits for have synced (`wait_synced`). No watch is started from
 inside a reconcile: the member kinds of Works, which are known only from the Works, are a
-source of their own whose watches follow the Works cache (agent.sources.work_kinds).
+source of their own whose watches follow the Works cache (agent.sources.work_kinds). The one
+lazy start is declared too (`OnDemand`): watches that upstream starts on the first object that
+needs them (the slice reporters' member watches) are started by the controller when it first
+needs them, and stopped by the manager.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ class Source(Protocol):
     async def stop(self) -> None: ...
 
 
+class Startable(Protocol):
+    """A source that starts at once (an informer: its watch runs in a task of its own)."""
+
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class Synced(Protocol):
     async def wait_synced(self, timeout: float | None = None) -> bool: ...
 
@@ -65,9 +76,13 @@ class Watches:
         unsynced cache would make a Work look deleted)."""
         return self._add(works, synced=works, subscribe=lambda: works.add_handler(handler))
 
-    def cluster(self, cluster: ClusterInformer, *, on_ready: Callable[[], None]) -> Watches:
+    def cluster(
+        self, cluster: ClusterInformer, *, on_ready: Callable[[], None] | None = None
+    ) -> Watches:
         """Watches: this cluster's Cluster object (its readiness read from the cache, synced
         first); `on_ready` when it turns Ready."""
+        if on_ready is None:
+            return self._add(cluster, synced=cluster)
         return self._add(cluster, synced=cluster, subscribe=lambda: cluster.on_ready(on_ready))
 
     def member_objects_of_works(
@@ -91,6 +106,11 @@ class Watches:
         for watch in watches:
             self._add(watch, subscribe=_on_change(watch, on_change))
         return self
+
+    def on_demand(self, sources: OnDemand) -> Watches:
+        """Watches started only when the controller first needs them (`OnDemand.ensure`),
+        stopped by the manager with the others."""
+        return self._add(sources)
 
     def uses(self, *sources: Source) -> Watches:
         """What the controller reads or writes through that runs on its own (the interpreter,
@@ -133,6 +153,47 @@ class Watches:
         for declared in self.declared:
             if declared.synced is not None:
                 await declared.synced()
+
+
+class OnDemand:
+    """Sources declared with the controller but started only once it needs them (`ensure`), as
+    upstream's slice reporters build their member informers on the first Work that gives them
+    something to report: a member without the MCS API is never asked. The manager's start
+    starts nothing; its stop stops what `ensure` started. The subscriptions are made as they
+    start (before them, so no event is missed) and undone as they stop."""
+
+    name = "on-demand watches"
+
+    def __init__(
+        self, *sources: Startable, subscribe: Iterable[Callable[[], Unsubscribe]] = ()
+    ) -> None:
+        self._sources = sources
+        self._subscribe = tuple(subscribe)
+        self._unsubscribe: list[Unsubscribe] = []
+        self.started = False
+
+    def start(self) -> None:
+        """Nothing until `ensure`."""
+
+    def ensure(self) -> bool:
+        """Start them unless started; True when this call started them."""
+        if self.started:
+            return False
+        self.started = True
+        self._unsubscribe = [subscribe() for subscribe in self._subscribe]
+        for source in self._sources:
+            source.start()
+        return True
+
+    async def stop(self) -> None:
+        if not self.started:
+            return
+        self.started = False
+        unsubscribe, self._unsubscribe = self._unsubscribe, []
+        for remove in unsubscribe:
+            remove()
+        for source in reversed(self._sources):
+            await source.stop()
 
 
 def _on_change(watch: ConfigInformer, callback: Callable[[], None]) -> Callable[[], Unsubscribe]:

@@ -168,10 +168,6 @@ class WorkStatusController(WorkController):
             # Not known yet: keep what was reported and look again once the cache is filled.
             self._when_synced(gvr, str(_meta(work).get("name")))
             return previous, None
-        if live is None and objects.lags_behind(gvr, namespace, manifest.name):
-            # Applied, but its watch event has not come: keep what the apply's answer reported;
-            # the event sends the Work here again (`_member_event`).
-            return previous, None
         meta = _meta(work)
         if live is None or not belongs_to(live, str(meta.get("namespace")), str(meta.get("name"))):
             return None, None

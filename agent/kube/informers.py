@@ -7,8 +7,9 @@ the complement keeping only names, so "does some other object exist under this n
 (`known_absent`). Until both have synced, callers do a live GET. The watches of a type are
 started by `ensure`, from whatever follows the types in use (agent.sources.work_kinds), never
 by a read: a reader waits, within a bound, for them to be started and synced. Subscribers hear every change
-of every watched type. An object one of our writes returned is known to exist before its watch
-event arrives (`wrote`, `lags_behind`): a synced cache that lacks it is behind, not right.
+of every watched type. The answers to our own writes are cached as the Works cache does
+(`writing`, on `Reflector.writing`): a read never returns an object older than what our write
+returned, and a watch event older than that answer is left out, not told to the subscribers.
 
 A watch with a label selector reports an object that stops matching (its label removed) as
 DELETED, which is what a subscriber interested in the selected objects wants to hear.
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent.kube.client import GVR, KubeClient
-from agent.kube.reflector import HandlerFuncs, Reflector
+from agent.kube.listeners import listen
+from agent.kube.reflector import Answers, HandlerFuncs, Reflector, uncached
 from agent.kube.store import drop_managed_fields, writers_only
 from agent.kube.tasks import background, cancel_and_wait
 from agent.logs import get_logger
@@ -58,11 +60,6 @@ def typed_transform(
         return filled
 
     return transform
-
-
-def _name_key(obj: JsonDict) -> tuple[str | None, str]:
-    meta = obj.get("metadata") or {}
-    return meta.get("namespace") or None, str(meta.get("name") or "")
 
 
 class Informer:
@@ -126,9 +123,7 @@ class SelectedInformers:
         self._others: dict[GVR, Reflector] = {}
         self._tasks: dict[GVR, list[asyncio.Task[None]]] = {}
         self._subscribers: list[ObjectEventHandler] = []
-        # Objects our writes returned that the watch of their type has not brought yet:
-        # (namespace, name) -> how many lists its reflector had done then (a list tells all).
-        self._unseen: dict[GVR, dict[tuple[str | None, str], int]] = {}
+        self._selects = label_matcher(label_selector)
         # Types a `wait_known` waited for in vain.
         self._not_known_in_time: set[GVR] = set()
         # Types waited for whose watches have not been started yet.
@@ -145,7 +140,6 @@ class SelectedInformers:
         self._tasks.clear()
         self._reflectors.clear()
         self._others.clear()
-        self._unseen.clear()
         self._not_known_in_time.clear()
         for started in self._started.values():
             started.set()  # (a waiter finds the type unwatched)
@@ -280,49 +274,34 @@ class SelectedInformers:
 
     # --- our own writes -------------------------------------------------------------------------
 
-    def wrote(self, gvr: GVR, obj: JsonDict) -> None:
-        """`obj` is what a write of ours returned (an object matching `label_selector`). Until
-        the watch of `gvr` brings an event of it, or lists again, its absence from the cache
-        is the watch lagging behind the write: `lags_behind` says so."""
+    @contextlib.contextmanager
+    def writing(self, gvr: GVR, namespace: str | None, name: str) -> Iterator[Answers]:
+        """Around a write of ours of one object, opened before its request is sent: the answer
+        handed to it (`answered`) is cached, and told to the subscribers, unless the watch has
+        brought it or something newer meanwhile (`Reflector.writing`). Left to the watch: an
+        answer that `label_selector` does not select, and any answer while `gvr` is not
+        watched."""
         reflector = self._reflectors.get(gvr)
-        key = _name_key(obj)
-        if reflector is None or reflector.store.get_by(*key) is not None:
+        if reflector is None:
+            with uncached() as nowhere:
+                yield nowhere
             return
-        self._unseen.setdefault(gvr, {})[key] = reflector.lists
-
-    def lags_behind(self, gvr: GVR, namespace: str | None, name: str) -> bool:
-        """The cache of `gvr` lacks `namespace/name` although a write of ours returned it, and
-        its watch has brought nothing of it since: the object exists, the cache is behind."""
-        reflector = self._reflectors.get(gvr)
-        unseen = self._unseen.get(gvr)
-        key = (namespace or None, name)
-        if reflector is None or unseen is None or key not in unseen:
-            return False
-        if unseen[key] != reflector.lists or reflector.store.get_by(*key) is not None:
-            del unseen[key]
-            return False
-        return True
+        key = f"{namespace}/{name}" if namespace else name
+        with reflector.writing(key) as write:
+            yield _Selected(write, self._selects)
 
     # --- events --------------------------------------------------------------------------------
 
     def subscribe(self, handler: ObjectEventHandler) -> Callable[[], None]:
         """Call `handler(event_type, gvr, obj)` for every change of every watched type, objects
         already cached included (replayed as ADDED). Returns a function that unsubscribes."""
-        self._subscribers.append(handler)
+        unsubscribe = listen(self._subscribers, handler)
         for gvr, reflector in list(self._reflectors.items()):
             for obj in reflector.store:
                 self._call(handler, "ADDED", gvr, obj)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._subscribers.remove(handler)
-
         return unsubscribe
 
     def _fan_out(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
-        unseen = self._unseen.get(gvr)
-        if unseen:
-            unseen.pop(_name_key(obj), None)
         for handler in list(self._subscribers):
             self._call(handler, event_type, gvr, obj)
 
@@ -332,3 +311,49 @@ class SelectedInformers:
             handler(event_type, gvr, obj)
         except Exception:
             log.exception("object event handler failed", resource=str(gvr))
+
+
+class _Selected:
+    """The answers a write hands on, those a label selector selects only."""
+
+    def __init__(self, write: Answers, selects: Callable[[dict[str, str]], bool]) -> None:
+        self._write = write
+        self._selects = selects
+
+    def answered(self, obj: JsonDict) -> None:
+        if self._selects((obj.get("metadata") or {}).get("labels") or {}):
+            self._write.answered(obj)
+
+
+def label_matcher(selector: str) -> Callable[[dict[str, str]], bool]:
+    """Whether labels match an equality-based label selector (`k=v`, `k==v`, `k!=v`, `k`,
+    `!k`, comma-separated, all of them). Set-based terms (`in`, `notin`) are refused."""
+    # (key, operator, value), operator one of "=", "!=", "exists", "absent".
+    terms: list[tuple[str, str, str]] = []
+    for raw in filter(None, (term.strip() for term in selector.split(","))):
+        if " in " in raw or " notin " in raw or "(" in raw:
+            raise ValueError(f"set-based label selector term not supported: {raw!r}")
+        if "!=" in raw:
+            key, value = raw.split("!=", 1)
+            terms.append((key.strip(), "!=", value.strip()))
+        elif "=" in raw:
+            key, value = raw.replace("==", "=", 1).split("=", 1)
+            terms.append((key.strip(), "=", value.strip()))
+        elif raw.startswith("!"):
+            terms.append((raw[1:].strip(), "absent", ""))
+        else:
+            terms.append((raw, "exists", ""))
+
+    def matches(labels: dict[str, str]) -> bool:
+        for key, operator, value in terms:
+            if operator == "=" and labels.get(key) != value:
+                return False
+            if operator == "!=" and labels.get(key) == value:
+                return False
+            if operator == "exists" and key not in labels:
+                return False
+            if operator == "absent" and key in labels:
+                return False
+        return True
+
+    return matches

@@ -12,6 +12,7 @@ from agent.karmada import conditions, names
 from agent.karmada.status import status_of
 from agent.kube.client import KubeClient
 from agent.kube.informers import Informer, typed_transform
+from agent.kube.listeners import listen
 from agent.kube.reflector import HandlerFuncs, Reflector, Write
 from agent.logs import get_logger
 from agent.resources import CLUSTERS
@@ -61,13 +62,7 @@ class ClusterInformer(Informer):
 
     def on_ready(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` whenever the Cluster turns Ready; returns the unsubscribe."""
-        self._on_ready.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._on_ready:
-                self._on_ready.remove(callback)
-
-        return unsubscribe
+        return listen(self._on_ready, callback)
 
     def _changed(self, new: JsonDict, old: JsonDict | None = None) -> None:
         if _is_ready(new) and (old is None or not _is_ready(old)):

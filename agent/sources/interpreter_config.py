@@ -18,6 +18,7 @@ from agent.interpreter import Interpreter
 from agent.karmada.names import CONFIG_API_VERSION as API_VERSION
 from agent.kube.client import GVR, KubeClient
 from agent.kube.informers import Informer, typed_transform
+from agent.kube.listeners import listen
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.logs import get_logger
 from agent.resources import (
@@ -57,13 +58,7 @@ class ConfigInformer(Informer):
 
     def on_change(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call `callback` after every change; returns the unsubscribe."""
-        self._listeners.append(callback)
-
-        def unsubscribe() -> None:
-            if callback in self._listeners:
-                self._listeners.remove(callback)
-
-        return unsubscribe
+        return listen(self._listeners, callback)
 
     def _applied(self, obj: JsonDict) -> None:
         self._put(obj)

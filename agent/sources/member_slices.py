@@ -9,13 +9,13 @@ and fills the stubs in.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
 from agent.karmada import collected
 from agent.kube.client import KubeClient
 from agent.kube.informers import Informer, typed_transform
+from agent.kube.listeners import listen
 from agent.kube.reflector import HandlerFuncs, Reflector
 from agent.kube.resources import ENDPOINT_SLICES
 from agent.kube.store import object_key
@@ -81,13 +81,7 @@ class MemberSlices(Informer):
     def want(self, wanted: Wanted) -> Callable[[], None]:
         """Keep whole the slices of every Service for which `wanted(namespace, name)` holds;
         returns the function that withdraws this interest."""
-        self._interests.append(wanted)
-
-        def withdraw() -> None:
-            with contextlib.suppress(ValueError):
-                self._interests.remove(wanted)
-
-        return withdraw
+        return listen(self._interests, wanted)
 
     def wanted(self, namespace: str, service: str) -> bool:
         return any(wanted(namespace, service) for wanted in self._interests)
@@ -136,13 +130,7 @@ class MemberSlices(Informer):
     # --- events --------------------------------------------------------------------------------
 
     def subscribe(self, handler: SliceHandler) -> Callable[[], None]:
-        self._handlers.append(handler)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._handlers.remove(handler)
-
-        return unsubscribe
+        return listen(self._handlers, handler)
 
     def _fan_out(self, event_type: str, obj: JsonDict) -> None:
         for handler in list(self._handlers):

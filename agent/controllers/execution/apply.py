@@ -273,7 +273,11 @@ class Applier:
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         work_name = str((work.get("metadata") or {}).get("name"))
-        with self.writes.in_flight(key):
+        objects = self.ctx.sources.member_objects
+        with (
+            self.writes.in_flight(key),
+            objects.writing(gvr, namespace, manifest.name) as write,
+        ):
             applied = await self.ctx.member.apply(
                 gvr,
                 desired,
@@ -282,9 +286,9 @@ class Applier:
                 namespace=namespace or None,
                 take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
             )
-            # For the workStatus controller: the object exists, whether or not the watch has
-            # brought it by the time this Work's status is reported.
-            self.ctx.sources.member_objects.wrote(gvr, applied)
+            # Cached before the watch brings it: no read (workStatus's included) gets an older
+            # object, and the watch's older events of it are left out, not taken for drift.
+            write.answered(applied)
             return applied, self.writes.note(key, work_name, applied)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:

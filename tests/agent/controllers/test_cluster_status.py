@@ -21,7 +21,9 @@ from agent.controllers.cluster_status import (
     trim_node,
     trim_pod,
 )
+from agent.controllers.watches import start_source
 from agent.events import EventEmitter
+from agent.kube.client import KubeClient
 from agent.kube.clock import FakeClock, ServerClock
 from agent.kube.resources import EVENTS, NODES
 from agent.metrics import AgentMetrics
@@ -226,97 +228,102 @@ async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) ->
         assert controller.heartbeat is None
 
 
-async def test_reads_its_cluster_from_the_shared_watch_not_by_polling(tmp_path: Path) -> None:
-    async with registered_cluster(tmp_path, enable_cluster_resource_modeling=False) as (
-        pair,
-        karmada,
-        member,
-        options,
+@asynccontextmanager
+async def on_the_cluster_informer(
+    karmada: KubeClient, member: KubeClient, options: Options
+) -> AsyncIterator[tuple[ClusterInformer, ClusterStatusController]]:
+    """The controller on a Cluster informer, started from its declaration as the controller
+    manager starts it and synced, without the controller's periodic schedule (the test runs
+    each pass)."""
+    informer = ClusterInformer(karmada, "member1")
+    controller = ClusterStatusController(
+        karmada=karmada, member=member, options=options, cluster_informer=informer
+    )
+    assert controller.watches.sources == [informer]
+    for source in controller.watches.sources:
+        await start_source(source)
+    try:
+        assert await informer.wait_synced(10)
+        yield informer, controller
+    finally:
+        await controller.stop()
+        for source in reversed(controller.watches.sources):
+            await source.stop()
+
+
+async def _label_the_cluster(pair: Any) -> None:
+    """A change of the Cluster by another writer."""
+    async with pair.karmada.client() as client:
+        path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
+        obj = (await client.get(path)).json()
+        obj["metadata"].setdefault("labels", {})["edited"] = "yes"
+        assert (await client.put(path, json=obj)).status_code == 200
+
+
+async def test_reads_its_cluster_from_the_shared_informer_not_by_polling(tmp_path: Path) -> None:
+    async with (
+        registered_cluster(tmp_path, enable_cluster_resource_modeling=False) as (
+            pair,
+            karmada,
+            member,
+            options,
+        ),
+        on_the_cluster_informer(karmada, member, options) as (informer, controller),
     ):
-        watch = ClusterInformer(karmada, "member1")
-        controller = ClusterStatusController(
-            karmada=karmada, member=member, options=options, cluster_watch=watch
-        )
-        watch.start()  # as the controller's start() does, without its periodic schedule
-        try:
-            assert await watch.wait_synced(10)
-            await controller.sync_once()
-            assert watch.ready  # our own write is in the shared cache at once
-            pair.karmada.accounting.reset()
-            await controller.sync_once()
-            await controller.sync_once()
-            clusters = "clusters.cluster.karmada.io"
-            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
-            assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
-            # A change by someone else reaches the next pass through the watch, not a GET.
-            async with pair.karmada.client() as client:
-                path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
-                obj = (await client.get(path)).json()
-                obj["metadata"].setdefault("labels", {})["edited"] = "yes"
-                assert (await client.put(path, json=obj)).status_code == 200
-            await wait_for(lambda: _labelled(watch), timeout=10)
-            pair.karmada.accounting.reset()
-            await controller.sync_once()
-            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
-        finally:
-            await controller.stop()
-            await watch.stop()
+        await controller.sync_once()
+        assert informer.ready  # our own write is in the shared cache at once
+        pair.karmada.accounting.reset()
+        await controller.sync_once()
+        await controller.sync_once()
+        clusters = "clusters.cluster.karmada.io"
+        assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+        assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
+        # A change by someone else reaches the next pass through the watch, not a GET.
+        await _label_the_cluster(pair)
+        await wait_for(lambda: _labelled(informer), timeout=10)
+        pair.karmada.accounting.reset()
+        await controller.sync_once()
+        assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
 
 
 async def test_a_late_watch_event_does_not_take_the_cluster_back_before_our_write(
     tmp_path: Path,
 ) -> None:
-    async with registered_cluster(tmp_path) as (
-        pair,
-        karmada,
-        member,
-        options,
+    async with (
+        registered_cluster(tmp_path) as (pair, karmada, member, options),
+        on_the_cluster_informer(karmada, member, options) as (informer, controller),
     ):
-        watch = ClusterInformer(karmada, "member1")
-        controller = ClusterStatusController(
-            karmada=karmada, member=member, options=options, cluster_watch=watch
+        await controller.sync_once()
+        # The Cluster watch lags: another writer's change, then the echo of our next
+        # status write, come after the answer to that write.
+        held = HeldEvents(informer.reflector, lambda _e: True)
+        await _label_the_cluster(pair)
+        # A new member Node: the next pass writes the node summary.
+        await member.create(
+            NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"}}
         )
-        watch.start()
-        try:
-            assert await watch.wait_synced(10)
-            await controller.sync_once()
-            # The Cluster watch lags: another writer's change, then the echo of our next
-            # status write, come after the answer to that write.
-            held = HeldEvents(watch.reflector, lambda _e: True)
-            async with pair.karmada.client() as client:
-                path = "/apis/cluster.karmada.io/v1alpha1/clusters/member1"
-                obj = (await client.get(path)).json()
-                obj["metadata"].setdefault("labels", {})["edited"] = "yes"
-                assert (await client.put(path, json=obj)).status_code == 200
-            # A new member Node: the next pass writes the node summary.
-            await member.create(
-                NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra"}}
-            )
-            await wait_for(lambda: _cached_node(controller, "extra"), timeout=10)
-            await controller.sync_once()
-            ours = watch.cluster
-            assert ours is not None
-            await held.arrived(2)
-            held.release(until=lambda _e: True)  # the other writer's change: older than ours
-            assert watch.cluster == ours
-            pair.karmada.accounting.reset()
-            await controller.sync_once()
-            clusters = "clusters.cluster.karmada.io"
-            assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
-            assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
-            held.release()
-            await wait_for(lambda: _labelled(watch), timeout=10)
-        finally:
-            await controller.stop()
-            await watch.stop()
+        await wait_for(lambda: _cached_node(controller, "extra"), timeout=10)
+        await controller.sync_once()
+        ours = informer.cluster
+        assert ours is not None
+        await held.arrived(2)
+        held.release(until=lambda _e: True)  # the other writer's change: older than ours
+        assert informer.cluster == ours
+        pair.karmada.accounting.reset()
+        await controller.sync_once()
+        clusters = "clusters.cluster.karmada.io"
+        assert pair.karmada.accounting.counts(verb="get", resource=clusters) == 0
+        assert pair.karmada.accounting.counts(verb="update", resource=clusters + "/*") == 0
+        held.release()
+        await wait_for(lambda: _labelled(informer), timeout=10)
 
 
 async def _cached_node(controller: ClusterStatusController, name: str) -> bool:
     return controller.caches is not None and controller.caches.nodes.store.get(name) is not None
 
 
-async def _labelled(watch: ClusterInformer) -> bool:
-    return ((watch.cluster or {}).get("metadata") or {}).get("labels", {}).get("edited") == "yes"
+async def _labelled(informer: ClusterInformer) -> bool:
+    return ((informer.cluster or {}).get("metadata") or {}).get("labels", {}).get("edited") == "yes"
 
 
 async def _has_finalizer(pair: Any) -> bool:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from agent.context import AgentContext, Runnable
 from agent.controllers import CONTROLLER_MODULES, load_builders
 from agent.controllers.manager import ControllerManager
-from agent.controllers.watches import Watches
+from agent.controllers.watches import OnDemand, Watches
 from agent.kube.controller import Controller, Result
 from agent.kube.workqueue import WorkQueue
 from agent.options import Options
@@ -92,6 +93,44 @@ async def test_manager_order_failures_and_bounded_stop() -> None:
     assert loop.time() - began < 2.0
     assert log == ["stop b", "stop hanging", "stop a", "stop shared"]
     assert manager.running == []
+
+
+class Watch:
+    """An informer's start and stop, recorded."""
+
+    def __init__(self, name: str, log: list[str]) -> None:
+        self.name = name
+        self.log = log
+
+    def start(self) -> None:
+        self.log.append(f"start {self.name}")
+
+    async def stop(self) -> None:
+        self.log.append(f"stop {self.name}")
+
+
+async def test_on_demand_watches_start_when_first_needed_and_stop_with_the_sources() -> None:
+    """As the slice reporters watch the member: declared with the controller, started on the
+    first Work that needs them (subscribed first, so no event is missed), stopped by the
+    manager after the controller."""
+    log: list[str] = []
+
+    def subscribe() -> Callable[[], None]:
+        log.append("subscribe")
+        return lambda: log.append("unsubscribe")
+
+    member = OnDemand(Watch("slices", log), Watch("exports", log), subscribe=[subscribe])
+    reporter = Recorder("reporter", log)
+    reporter.watches = Watches().on_demand(member)
+    manager = ControllerManager(context(), builders={"reporter": lambda _ctx: reporter})
+    await manager.start()
+    assert log == ["start reporter"]
+    assert member.ensure()
+    assert not member.ensure()
+    assert log == ["start reporter", "subscribe", "start slices", "start exports"]
+    log.clear()
+    await manager.stop()
+    assert log == ["stop reporter", "unsubscribe", "stop exports", "stop slices"]
 
 
 async def test_an_abandoned_controller_stop_cancels_the_reconciles_in_flight() -> None:

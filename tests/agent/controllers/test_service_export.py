@@ -232,7 +232,8 @@ async def test_orphaned_reports_are_removed_at_start() -> None:
         await pair.karmada.create(WORKS, orphan, namespace=EXEC_NS)
 
         controller = pair.controllers.setdefault("serviceExport", _build(pair, "serviceExport"))
-        await controller.start()
+        # As the app starts it: its declared sources first, by the manager.
+        await pair.start("serviceExport", controller)
         try:
             await eventually(
                 ready_count(pair, "web", collected.SERVICE_EXPORT, 2), bool, what="reports"
@@ -244,7 +245,7 @@ async def test_orphaned_reports_are_removed_at_start() -> None:
 
             await eventually(orphan_withdrawn, bool, what="orphan withdrawn")
         finally:
-            await controller.stop()
+            await pair.stop(controller)
 
 
 def _build(pair: Pair, name: str) -> Any:

@@ -9,6 +9,7 @@ import pytest
 
 from agent.karmada import names
 from agent.kube.client import GVR
+from agent.kube.informers import label_matcher
 from agent.kube.resources import CONFIGMAPS
 from agent.options import Options
 from agent.sources.member_objects import MemberObjects
@@ -117,41 +118,102 @@ async def test_a_failing_subscriber_does_not_stop_the_others() -> None:
             await client.close()
 
 
-async def test_an_object_we_wrote_is_not_taken_as_absent_before_its_watch_event() -> None:
+def _rv(obj: JsonDict) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+async def test_the_cache_never_goes_back_behind_the_answer_to_our_write() -> None:
+    """The watch lags behind our writes (its events held, the writes answered first): the
+    answer is cached at once, older events are left out, and subscribers hear of each version
+    once."""
     async with run_emulator("member") as emu:
         client = kube_client(emu)
         objects = MemberObjects(client)
+        seen: list[tuple[str, str, str]] = []
+        objects.subscribe(lambda t, _g, o: seen.append((t, o["metadata"]["name"], _rv(o))))
         try:
             objects.ensure(CONFIGMAPS, "ConfigMap")
             assert await objects.wait_synced(CONFIGMAPS, 5.0)
             reflector = objects._reflectors[CONFIGMAPS]
-            held = HeldEvents(reflector, lambda e: named("new")(e) or named("gone")(e))
-            created = await client.create(CONFIGMAPS, managed(configmap("new")))
-            objects.wrote(CONFIGMAPS, created)
-            await eventually(_probe(held.events), bool, what="the watch event held")
-            assert objects.get(CONFIGMAPS, "default", "new") == (None, True)
-            assert objects.lags_behind(CONFIGMAPS, "default", "new")
-            assert not objects.lags_behind(CONFIGMAPS, "default", "other")
+            held = HeldEvents(reflector, named("new"))
+            with objects.writing(CONFIGMAPS, "default", "new") as write:
+                created = await client.create(CONFIGMAPS, managed(configmap("new")))
+                write.answered(created)
+            await held.arrived(1)
+            cached, _ = objects.get(CONFIGMAPS, "default", "new")
+            assert cached is not None
+            assert _rv(cached) == _rv(created)
+            assert seen == [("ADDED", "new", _rv(created))]
+
+            # Someone else changes it, then our write: both answered before the watch brings
+            # either. Someone else's version is older than our answer and never shows.
+            edited = await client.replace(CONFIGMAPS, {**created, "data": {"by": "someone"}})
+            with objects.writing(CONFIGMAPS, "default", "new") as write:
+                ours = await client.replace(CONFIGMAPS, {**edited, "data": {"by": "us"}})
+                write.answered(ours)
+            await held.arrived(3)
+            assert objects.get(CONFIGMAPS, "default", "new")[0] == reflector.store.prepare(ours)
             held.release()
-            assert objects.get(CONFIGMAPS, "default", "new")[0] is not None
-            assert not objects.lags_behind(CONFIGMAPS, "default", "new")
+            assert objects.get(CONFIGMAPS, "default", "new")[0] == reflector.store.prepare(ours)
+            assert [rv for _t, _n, rv in seen] == [_rv(created), _rv(ours)]
+            assert _rv(edited) not in {rv for _t, _n, rv in seen}
+
+            # An answer the selector does not select is left to the watch (which never brings
+            # it to this cache).
+            with objects.writing(CONFIGMAPS, "default", "plain") as write:
+                write.answered(await client.create(CONFIGMAPS, configmap("plain")))
+            assert objects.get(CONFIGMAPS, "default", "plain") == (None, True)
+
             # Deleted before its events came, and those lost to a compacted history: the
-            # relist says what there is, and nothing is claimed for the object any more.
+            # relist says what there is.
             held = HeldEvents(reflector, named("gone"))
-            objects.wrote(CONFIGMAPS, await client.create(CONFIGMAPS, managed(configmap("gone"))))
+            with objects.writing(CONFIGMAPS, "default", "gone") as write:
+                write.answered(await client.create(CONFIGMAPS, managed(configmap("gone"))))
+            assert objects.get(CONFIGMAPS, "default", "gone")[0] is not None
             await client.delete(CONFIGMAPS, "gone", namespace="default")
-            await eventually(_probe(held.events), lambda e: len(e) == 2, what="both held")
-            assert objects.lags_behind(CONFIGMAPS, "default", "gone")
+            await held.arrived(2)
             held.events.clear()
             lists = reflector.lists
             await emu.faults.compact()
             await emu.faults.drop_watches(include_loopback=True)
             await eventually(_probe([reflector]), lambda r: r[0].lists > lists, what="relisted")
-            assert not objects.lags_behind(CONFIGMAPS, "default", "gone")
             assert objects.get(CONFIGMAPS, "default", "gone") == (None, True)
         finally:
             await objects.stop()
             await client.close()
+
+
+async def test_a_write_of_a_type_not_watched_is_left_to_its_watch() -> None:
+    async with run_emulator("member") as emu:
+        client = kube_client(emu)
+        objects = MemberObjects(client)
+        try:
+            with objects.writing(CONFIGMAPS, "default", "early") as write:
+                write.answered(await client.create(CONFIGMAPS, managed(configmap("early"))))
+            objects.ensure(CONFIGMAPS, "ConfigMap")
+            assert await objects.wait_synced(CONFIGMAPS, 5.0)
+            assert objects.get(CONFIGMAPS, "default", "early")[0] is not None
+        finally:
+            await objects.stop()
+            await client.close()
+
+
+def test_label_matcher_takes_equality_based_selectors() -> None:
+    selects = label_matcher(f"{names.MANAGED_LABEL}=true")
+    assert selects({names.MANAGED_LABEL: "true", "other": "x"})
+    assert not selects({names.MANAGED_LABEL: "false"})
+    assert not selects({})
+    others = label_matcher(f"{names.MANAGED_LABEL}!=true")
+    assert others({})
+    assert others({names.MANAGED_LABEL: "no"})
+    assert not others({names.MANAGED_LABEL: "true"})
+    both = label_matcher("a==1, b, !c")
+    assert both({"a": "1", "b": ""})
+    assert not both({"a": "1", "b": "", "c": "y"})
+    assert not both({"a": "1"})
+    assert label_matcher("")({"any": "thing"})
+    with pytest.raises(ValueError, match="set-based"):
+        label_matcher("env in (a,b)")
 
 
 async def test_a_type_whose_caches_do_not_sync_in_time_is_waited_for_once() -> None:

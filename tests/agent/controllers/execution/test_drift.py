@@ -4,15 +4,18 @@ agent's own writes are never taken for drift."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from agent.karmada import names
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
 from tests.agent.controllers.harness import (
     APPLIED_OK,
+    HeldEvents,
     configmap,
     deployment,
     karmada_work,
+    named,
     running_pair,
     settled_patches,
 )
@@ -80,6 +83,50 @@ async def test_status_only_changes_are_not_taken_for_drift() -> None:
         await pair.idle(pair.execution)
 
         assert pair.member.accounting.counts(verb="patch", resource="deployments") == patches + 1
+
+
+async def test_a_watch_event_older_than_our_apply_is_not_taken_for_drift() -> None:
+    """Someone edits a Deployment, the member's deployment controller writes the status of
+    that edit, and the watch brings that status write only after our apply has put the edit
+    back and answered. It is older than our write, not a change after it: no second apply.
+    (What made test_status_only_changes_are_not_taken_for_drift flaky, ordered here.)"""
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        await pair.create_work(karmada_work("probe", [deployment("probe")]))
+        await pair.wait_work("probe", APPLIED_OK)
+        await pair.wait_member(DEPLOYMENTS, "probe", _available(2, generation=1))
+        await pair.idle(pair.execution)
+        patches = pair.member.accounting.counts(verb="patch", resource="deployments")
+
+        held = HeldEvents(pair.ctx.sources.member_objects._reflectors[DEPLOYMENTS], named("probe"))
+        probe = await pair.get_member(DEPLOYMENTS, "probe")
+        probe["spec"]["replicas"] = 5
+        edited = await pair.member_client.replace(DEPLOYMENTS, probe)
+        # The member's controller has written the status of the edit; the watch holds it all.
+        await pair.wait_member(DEPLOYMENTS, "probe", _available(5, generation=2))
+        held.release(until=lambda event: _rv(event["object"]) == _rv(edited))
+        await pair.wait_member(DEPLOYMENTS, "probe", lambda o: o["spec"]["replicas"] == 2)
+        await pair.idle(pair.execution)
+        assert held.events, "the status write of the edit came before the apply's answer"
+        held.release()
+        await pair.idle(pair.execution)
+
+        assert pair.member.accounting.counts(verb="patch", resource="deployments") == patches + 1
+
+
+def _available(replicas: int, *, generation: int) -> Callable[[JsonDict], bool]:
+    def check(obj: JsonDict) -> bool:
+        status = obj.get("status") or {}
+        return bool(
+            status.get("observedGeneration") == generation
+            and status.get("availableReplicas") == replicas
+        )
+
+    return check
+
+
+def _rv(obj: JsonDict) -> str:
+    return str(obj["metadata"]["resourceVersion"])
 
 
 async def test_own_writes_of_two_manifests_are_not_drift() -> None:
