@@ -211,6 +211,10 @@ class Emulator:
         self._controllers.clear()
         await self.faults.close()
         await self.server.stop()
+        for handler in self.api.subresource_handlers.values():
+            release = getattr(handler, "aclose", None)
+            if release is not None:
+                await release()
         await self.api.admission.client.aclose()
         await self.aggregator.aclose()
 
