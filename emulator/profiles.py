@@ -46,6 +46,8 @@ class Profile:
     # The server must give these objects these uids when they are created.
     fixed_uids: FixedUids = field(default_factory=dict)
     subresources: list[Subresource] = field(default_factory=list)
+    # Run metrics-server beside the API server (metrics.k8s.io through the aggregation layer).
+    metrics_server: bool = False
 
 
 COMMON_CONTROLLERS: list[Controller] = [
@@ -77,6 +79,7 @@ def member_profile(name: str = "member1") -> Profile:
             ("", "pods", "attach", lambda storage, _knobs: streams(storage).attach),
             ("", "pods", "portforward", lambda storage, _knobs: streams(storage).portforward),
         ],
+        metrics_server=True,
     )
 
 
