@@ -38,12 +38,8 @@ from tests import polling
 from tests.agent.tunnel.harness import HUB_KINDS, Hub, open_hub
 from tests.e2e.cluster_proxy import PROXY_RULE, grant, ship_impersonation
 from tests.e2e.support import client_for, running_agent
-from tests.emulator.core.test_kubelet_streams import (
-    FORWARDING,
-    WIRES,
-    kubectl,
-    kubectl_on_terminal,
-)
+from tests.kubectl_streams import FORWARDING, WIRES, kubectl_on_terminal
+from tests.kubectl_streams import kubectl_result as kubectl
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.timeout(300)]
 

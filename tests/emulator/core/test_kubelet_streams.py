@@ -6,15 +6,10 @@ falls back to, and what `KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false` /
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import hashlib
 import os
-import pty
 import re
-import struct
-import termios
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +22,15 @@ from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
 from emulator.kubelet.spdy import DICTIONARY
 from tests import polling
+from tests.kubectl_streams import (
+    FORWARDING,
+    WIRES,
+    forwarded,
+    kubectl_on_terminal,
+    kubectl_result,
+)
 
 PODS = "/api/v1/namespaces/default/pods"
-WIRES = {
-    "websocket": {},
-    "spdy": {
-        "KUBECTL_REMOTE_COMMAND_WEBSOCKETS": "false",
-        "KUBECTL_PORT_FORWARD_WEBSOCKETS": "false",
-    },
-}
-FORWARDING = re.compile(rb"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 
 
 @pytest_asyncio.fixture
@@ -65,79 +59,6 @@ async def running(emu: Emulator, name: str, **container: Any) -> dict[str, Any]:
     return dict(found.json())
 
 
-async def kubectl(
-    config: Path, *args: str, env: dict[str, str] | None = None, stdin: bytes | None = None
-) -> tuple[int, str, str]:
-    """The real kubectl: its exit code, stdout and stderr."""
-    process = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), *args,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
-
-
-async def kubectl_on_terminal(
-    config: Path, *args: str, env: dict[str, str], size: tuple[int, int]
-) -> tuple[int, bytes]:
-    """kubectl with a terminal of `size` (columns, rows) as its stdin and stdout, as a person
-    runs `kubectl exec -it`: its exit code and everything it wrote."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-    process = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), *args,
-        stdin=slave, stdout=slave, stderr=slave, env={**os.environ, **env},
-        start_new_session=True, preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0),
-    )  # fmt: skip
-    os.close(slave)
-    loop = asyncio.get_running_loop()
-    output = bytearray()
-    done = loop.create_future()
-
-    def readable() -> None:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            data = b""
-        if data:
-            output.extend(data)
-        elif not done.done():
-            loop.remove_reader(master)
-            done.set_result(None)
-
-    loop.add_reader(master, readable)
-    try:
-        code = await asyncio.wait_for(process.wait(), 60)
-        await asyncio.wait_for(done, 10)
-    finally:
-        loop.remove_reader(master)
-        os.close(master)
-    return code, bytes(output)
-
-
-@asynccontextmanager
-async def forwarded(config: Path, *target: str, env: dict[str, str]) -> AsyncIterator[int]:
-    """`kubectl port-forward <target...>` running: the local port it listens on."""
-    process = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), "port-forward", "--address=127.0.0.1", *target,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **env},
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        line = await asyncio.wait_for(process.stdout.readline(), 30)
-        found = FORWARDING.search(line)
-        assert found is not None, line
-        yield int(found.group(1))
-    finally:
-        if process.returncode is None:
-            process.terminate()
-        await process.wait()
-
-
 def test_the_spdy_header_dictionary_is_the_protocol_one() -> None:
     assert len(DICTIONARY) == 1423
     digest = "51d27341373f923f3cd88e1eb7162aeaa3723d7585ff2399201dc06498407f02"
@@ -150,11 +71,11 @@ async def test_exec_carries_output_and_exit_code(
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "web")
     command = ("exec", "web", "--", "sh", "-c", "echo ok; echo oops >&2; exit 3")
-    code, out, err = await kubectl(config, *command, env=wire)
+    code, out, err = await kubectl_result(config, *command, env=wire)
     assert (code, out) == (3, "ok\n")
     assert "oops\n" in err
     assert "command terminated with exit code 3" in err
-    assert await kubectl(config, "exec", "web", "--", "true", env=wire) == (0, "", "")
+    assert await kubectl_result(config, "exec", "web", "--", "true", env=wire) == (0, "", "")
 
 
 async def test_exec_runs_in_the_containers_own_directory(
@@ -164,8 +85,8 @@ async def test_exec_runs_in_the_containers_own_directory(
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "web", env=[{"name": "GREETING", "value": "hello"}])
     write = ("exec", "web", "--", "sh", "-c", 'echo "$GREETING $HOSTNAME" > note')
-    assert (await kubectl(config, *write, env=wire))[0] == 0
-    assert await kubectl(config, "exec", "web", "--", "cat", "note", env=wire) == (
+    assert (await kubectl_result(config, *write, env=wire))[0] == 0
+    assert await kubectl_result(config, "exec", "web", "--", "cat", "note", env=wire) == (
         0,
         "hello web\n",
         "",
@@ -178,7 +99,7 @@ async def test_exec_stdin_reaches_the_command_and_ends_it(
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "web")
     text = b"".join(b"line %d\n" % n for n in range(20000))
-    code, out, _ = await kubectl(
+    code, out, _ = await kubectl_result(
         config, "exec", "-i", "web", "--", "sh", "-c", "wc -c; exit 7", env=wire, stdin=text
     )
     assert (code, out.strip()) == (7, str(len(text)))
@@ -207,11 +128,13 @@ async def test_a_command_that_does_not_exist_is_the_runtimes_127(
 ) -> None:
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "web")
-    code, _, err = await kubectl(config, "exec", "web", "--", "no-such-command", env=wire)
+    code, _, err = await kubectl_result(config, "exec", "web", "--", "no-such-command", env=wire)
     assert code == 127
     assert 'exec: "no-such-command": executable file not found in $PATH' in err
-    assert (await kubectl(config, "exec", "web", "--", "sh", "-c", "echo > data", env=wire))[0] == 0
-    code, _, err = await kubectl(config, "exec", "web", "--", "./data", env=wire)
+    assert (await kubectl_result(config, "exec", "web", "--", "sh", "-c", "echo > data", env=wire))[
+        0
+    ] == 0
+    code, _, err = await kubectl_result(config, "exec", "web", "--", "./data", env=wire)
     assert code == 126
     assert 'exec: "./data": permission denied' in err
 
@@ -221,10 +144,10 @@ async def test_bad_exec_requests_get_kube_apiservers_answers(
 ) -> None:
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "web")
-    code, _, err = await kubectl(config, "exec", "web", "-c", "nope", "--", "true", env=wire)
+    code, _, err = await kubectl_result(config, "exec", "web", "-c", "nope", "--", "true", env=wire)
     assert code == 1
     assert "Error from server (BadRequest): container nope is not valid for pod web" in err
-    code, _, err = await kubectl(config, "exec", "ghost", "--", "true", env=wire)
+    code, _, err = await kubectl_result(config, "exec", "ghost", "--", "true", env=wire)
     assert code == 1
     assert 'Error from server (NotFound): pods "ghost" not found' in err
     # A container that is not running: the kubelet has no such container to exec in.
@@ -232,7 +155,7 @@ async def test_bad_exec_requests_get_kube_apiservers_answers(
         pod = (await client.get(f"{PODS}/web")).json()
         pod["status"]["containerStatuses"][0]["state"] = {"waiting": {"reason": "CrashLoopBackOff"}}
         (await client.put(f"{PODS}/web/status", json=pod)).raise_for_status()
-    code, _, err = await kubectl(config, "exec", "web", "--", "true", env=wire)
+    code, _, err = await kubectl_result(config, "exec", "web", "--", "true", env=wire)
     assert code == 1
     assert 'unable to upgrade connection: container not found ("app")' in err
 
@@ -261,7 +184,7 @@ async def test_exec_is_authorized_by_the_members_rbac(
         rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
         (await client.post(f"{rbac}/roles", json=role)).raise_for_status()
         (await client.post(f"{rbac}/rolebindings", json=binding)).raise_for_status()
-    code, _, err = await kubectl(config, "exec", "web", "--", "true", env=wire)
+    code, _, err = await kubectl_result(config, "exec", "web", "--", "true", env=wire)
     assert code == 1
     assert 'User "viewer" cannot' in err
     assert 'resource "pods/exec" in API group "" in the namespace "default"' in err
@@ -273,7 +196,7 @@ async def test_attach_joins_the_containers_main_process(
     config = member.write_kubeconfig(tmp_path / "admin")
     await running(member, "shell", command=["sh"], stdin=True, stdinOnce=True)
     typed = b"echo attached; echo to-stderr >&2; exit 0\n"
-    code, out, err = await kubectl(config, "attach", "-i", "shell", env=wire, stdin=typed)
+    code, out, err = await kubectl_result(config, "attach", "-i", "shell", env=wire, stdin=typed)
     assert (code, out) == (0, "attached\n")
     assert "to-stderr" in err
 
