@@ -9,7 +9,10 @@ etcd), and the RBAC that lets karmada-aggregated-apiserver's impersonator act fo
 shipped to each member as Works, as upstream's unified-auth controller ships it.
 
 Users: alice and mallory may reach both clusters through the control plane (clusters/proxy);
-on the members alice may view, mallory nothing; bob may not use the cluster proxy at all.
+on the members alice may view and operate (exec, attach, port-forward, metrics), mallory nothing;
+bob may not use the cluster proxy at all. Operating goes through the same path: kubectl exec
+(WebSocket and SPDY, a TTY) and port-forward (50 MiB) with a kubeconfig whose server ends in
+/clusters/<cluster>/proxy, and the unmodified karmadactl's exec, attach and top.
 Skipped, with the reason, without $KARMADA_UPSTREAM_BIN (or without Debian's etcd).
 """
 
@@ -17,12 +20,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 import yaml
@@ -30,11 +37,14 @@ import yaml
 from agent.app import Agent
 from emulator import upstream
 from emulator.emulator import Emulator, run_emulator
+from emulator.kubelet.ports import pattern
 from emulator.upstream import KarmadaAggregatedApiserver
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
 from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
 from tests.e2e.support import kubectl, kubectl_process, running_agent
+from tests.kubectl_streams import FORWARDING, WIRES, kubectl_on_terminal
+from tests.kubectl_streams import kubectl_result as run_kubectl
 
 _missing = upstream.aggregated_apiserver_missing_reason() or (
     upstream.missing_reason("proxy-server") if upstream.binary("proxy-server") is None else None
@@ -53,6 +63,20 @@ VIEW_RULE = {
     "resources": ["namespaces", "pods", "pods/log"],
     "verbs": ["get", "list", "watch"],
 }
+OPERATE_RULES = [
+    {
+        "apiGroups": [""],
+        "resources": ["pods/exec", "pods/attach", "pods/portforward"],
+        "verbs": ["get", "create"],
+    },
+    {"apiGroups": ["metrics.k8s.io"], "resources": ["pods", "nodes"], "verbs": ["get", "list"]},
+    # karmadactl top nodes lists the nodes before their metrics.
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list"]},
+]
+CLUSTER_READER = {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"],
+                  "verbs": ["get", "list"]}  # fmt: skip
+# Where the pods to operate on run (default holds only the web Deployment's).
+OPS = "ops"
 
 
 @dataclass
@@ -132,6 +156,8 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                         [{**PROXY_RULE, "resourceNames": list(CLUSTERS)}],
                         ["alice", "mallory"],
                     )
+                    # karmadactl reads the Cluster before it goes through its proxy.
+                    await grant(client, "cluster-reader", [CLUSTER_READER], ["alice", "mallory"])
                 for name in CLUSTERS:
                     member = await stack.enter_async_context(
                         run_emulator("member", name=name, knobs=knobs)
@@ -156,6 +182,8 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                     agents[name] = agent
                     async with member.client() as admin:
                         await grant(admin, "alice-view", [VIEW_RULE], ["alice"])
+                        await grant(admin, "alice-operates", OPERATE_RULES, ["alice"])
+                        await _ops_pods(admin, with_shell=name == CLUSTERS[0])
                         deployment = {
                             "metadata": {"name": "web"},
                             "spec": {
@@ -178,6 +206,26 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
                 yield bed
         finally:
             await server.stop()
+
+
+async def _ops_pods(admin: httpx.AsyncClient, *, with_shell: bool) -> None:
+    """In namespace ops: `debug` (a shell that serves port 8080) on every member, and `shell`
+    (an attachable main process) on the first only."""
+    (await admin.post("/api/v1/namespaces", json={"metadata": {"name": OPS}})).raise_for_status()
+    pods: dict[str, dict[str, Any]] = {"debug": {"ports": [{"containerPort": 8080}]}}
+    if with_shell:
+        pods["shell"] = {"command": ["sh"], "stdin": True, "stdinOnce": True}
+    for name, extra in pods.items():
+        container = {"name": "app", "image": "busybox", **extra}
+        body = {"metadata": {"name": name}, "spec": {"containers": [container]}}
+        collection = f"/api/v1/namespaces/{OPS}/pods"
+        (await admin.post(collection, json=body)).raise_for_status()
+        pod_path = f"{collection}/{name}"
+        await polling.eventually(
+            lambda: admin.get(pod_path),  # noqa: B023 - awaited before the loop moves on
+            until=lambda r: r.json().get("status", {}).get("phase") == "Running",
+            what=f"pod {name} running",
+        )
 
 
 async def _web_pods(config: Path) -> list[str]:
@@ -366,3 +414,139 @@ async def test_a_watch_streams_through_the_whole_path(bed: Bed) -> None:
             except TimeoutError:
                 continue
             created = line.decode().strip().startswith("namespace/watched-")
+
+
+KARMADACTL = upstream.binary("karmadactl")
+needs_karmadactl = pytest.mark.skipif(
+    KARMADACTL is None, reason=upstream.missing_reason("karmadactl")
+)
+
+
+async def _karmadactl(config: Path, *args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    assert KARMADACTL is not None
+    process = await asyncio.create_subprocess_exec(
+        str(KARMADACTL), "--kubeconfig", str(config), *args,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, err = await asyncio.wait_for(process.communicate(stdin), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+async def test_kubectl_exec_through_the_cluster_proxy_carries_the_exit_code(
+    bed: Bed, wire: str
+) -> None:
+    config = bed.proxy_kubeconfig("alice", "edge-a")
+    code, out, err = await run_kubectl(
+        config, "exec", "-n", OPS, "debug", "--", "sh", "-c", "echo ok; echo oops >&2; exit 3",
+        env=WIRES[wire],
+    )  # fmt: skip
+    assert (code, out) == (3, "ok\n"), err
+    assert "command terminated with exit code 3" in err
+    script = "until [ \"$(stty size)\" = '30 100' ]; do :; done; tty; stty size; exit 6"
+    code, output = await kubectl_on_terminal(
+        config, "exec", "-it", "-n", OPS, "debug", "--", "sh", "-c", script,
+        env=WIRES[wire], size=(100, 30),
+    )  # fmt: skip
+    assert code == 6, output
+    assert output.decode().split("\r\n")[1] == "30 100"
+
+
+async def test_each_cluster_runs_the_exec_in_its_own_pod(bed: Bed) -> None:
+    """Two clusters on one private address, one pod name: each exec lands in its own
+    cluster's pod (the container's directory names the pod's uid), and a pod only one cluster
+    has is not found through the other's proxy."""
+    for name, member in bed.members.items():
+        async with member.client() as admin:
+            uid = (await admin.get(f"/api/v1/namespaces/{OPS}/pods/debug")).json()["metadata"][
+                "uid"
+            ]
+        config = bed.proxy_kubeconfig("alice", name)
+        code, out, err = await run_kubectl(config, "exec", "-n", OPS, "debug", "--", "pwd")
+        assert code == 0, err
+        assert f"/{OPS}_debug_{uid[:8]}/app" in out
+    code, _, err = await run_kubectl(
+        bed.proxy_kubeconfig("alice", "edge-b"), "exec", "-n", OPS, "shell", "--", "true"
+    )
+    assert code == 1
+    assert 'Error from server (NotFound): pods "shell" not found' in err
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+async def test_port_forward_through_the_cluster_proxy_carries_fifty_mib(
+    bed: Bed, wire: str
+) -> None:
+    size = 50 * 1024 * 1024
+    expected = hashlib.sha256()
+    for chunk in pattern(size):
+        expected.update(chunk)
+    process = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(bed.proxy_kubeconfig("alice", "edge-a")), "-n", OPS,
+        "port-forward", "--address=127.0.0.1", "pod/debug", ":8080",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **WIRES[wire]},
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        found = FORWARDING.search(await asyncio.wait_for(process.stdout.readline(), 30))
+        assert found is not None
+        async with httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{int(found.group(1))}", timeout=120
+        ) as http:
+            assert (await http.get("/")).text == "pod ops/debug container app port 8080\n"
+            received = hashlib.sha256()
+            started = time.monotonic()
+            async with http.stream("GET", f"/bytes/{size}") as response:
+                async for chunk in response.aiter_bytes():
+                    received.update(chunk)
+            elapsed = time.monotonic() - started
+            print(f"50 MiB through the cluster proxy ({wire}): {50 / elapsed:.1f} MiB/s")
+            assert received.hexdigest() == expected.hexdigest()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            process.terminate()
+        await process.wait()
+
+
+@needs_karmadactl
+async def test_karmadactl_exec_prints_ok_and_exits_3(bed: Bed) -> None:
+    code, out, err = await _karmadactl(
+        bed.user("alice"), "exec", "-n", OPS, "debug", "--operation-scope=members",
+        "--cluster=edge-a", "--", "sh", "-c", "echo ok; exit 3",
+    )  # fmt: skip
+    assert (code, out) == (3, "ok\n"), err
+
+
+@needs_karmadactl
+async def test_karmadactl_attach_joins_the_main_process(bed: Bed) -> None:
+    code, out, err = await _karmadactl(
+        bed.user("alice"), "attach", "-i", "-n", OPS, "shell", "--operation-scope=members",
+        "--cluster=edge-a", stdin=b"echo attached; exit 0\n",
+    )  # fmt: skip
+    assert (code, out) == (0, "attached\n"), err
+
+
+@needs_karmadactl
+async def test_karmadactl_top_reads_the_members_metrics(bed: Bed) -> None:
+    code, out, err = await _karmadactl(bed.user("alice"), "top", "pods", "-n", OPS,
+                                       "--clusters=edge-a")  # fmt: skip
+    assert code == 0, err
+    rows = [line.split() for line in out.strip().splitlines()[1:]]
+    assert sorted((r[0], r[1]) for r in rows) == [("debug", "edge-a"), ("shell", "edge-a")]
+    code, out, err = await _karmadactl(bed.user("alice"), "top", "nodes", "--clusters=edge-a")
+    assert code == 0, err
+    assert len(out.strip().splitlines()) > 1
+
+
+async def test_a_user_the_member_forbids_gets_the_members_403_for_exec(bed: Bed) -> None:
+    code, _, err = await run_kubectl(
+        bed.proxy_kubeconfig("mallory", "edge-a"), "exec", "-n", OPS, "debug", "--", "true"
+    )
+    assert code == 1
+    # kubectl reads the pod before it execs: the member refuses mallory that already.
+    assert (
+        'Error from server (Forbidden): pods "debug" is forbidden: User "mallory" cannot get '
+        'resource "pods" in API group "" in the namespace "ops"'
+    ) in err
