@@ -38,7 +38,8 @@ from agent.app import Agent
 from emulator import upstream
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
-from emulator.upstream import KarmadaAggregatedApiserver
+from emulator.metrics_server import cpu_millicores, memory_bytes
+from emulator.upstream import KarmadaAggregatedApiserver, KarmadaMetricsAdapter
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
 from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
@@ -550,3 +551,88 @@ async def test_a_user_the_member_forbids_gets_the_members_403_for_exec(bed: Bed)
         'Error from server (Forbidden): pods "debug" is forbidden: User "mallory" cannot get '
         'resource "pods" in API group "" in the namespace "ops"'
     ) in err
+
+
+needs_metrics_adapter = pytest.mark.skipif(
+    upstream.binary(upstream.METRICS_ADAPTER) is None,
+    reason=upstream.missing_reason(upstream.METRICS_ADAPTER),
+)
+METRICS_APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def metrics_adapter(bed: Bed) -> AsyncIterator[KarmadaMetricsAdapter]:
+    """karmada-metrics-adapter on the control plane, Available behind its APIService."""
+    adapter = KarmadaMetricsAdapter(bed.dir)
+    bed.cp.api.services[adapter.SERVICE_KEY] = adapter.address
+    config = bed.cp.write_kubeconfig(
+        bed.dir / "metrics-adapter.kubeconfig",
+        user="system:karmada:karmada-metrics-adapter",
+        groups=["system:masters"],
+    )
+    await adapter.start(config)
+    try:
+        async with bed.cp.client() as client:
+            service = adapter.service()
+            path = f"/api/v1/namespaces/{adapter.NAMESPACE}/services"
+            (await client.post(path, json=service)).raise_for_status()
+            apiservice = adapter.apiservice()
+            (
+                await client.post(METRICS_APISERVICE.rpartition("/")[0], json=apiservice)
+            ).raise_for_status()
+            await polling.eventually(
+                lambda: client.get(METRICS_APISERVICE),
+                until=lambda r: any(
+                    c["type"] == "Available" and c["status"] == "True"
+                    for c in (r.json().get("status") or {}).get("conditions") or []
+                ),
+                timeout=30,
+                what="karmada-metrics-adapter Available",
+            )
+        yield adapter
+    finally:
+        await adapter.stop()
+
+
+def _usage_by_pod(listed: dict[str, Any]) -> dict[str, list[tuple[str, int, int]]]:
+    """Each pod's containers' (name, millicores, bytes): the adapter re-writes the quantities
+    canonically (9000000n -> 9m), the values stay."""
+    return {
+        item["metadata"]["name"]: sorted(
+            (c["name"], cpu_millicores(c["usage"]["cpu"]), memory_bytes(c["usage"]["memory"]))
+            for c in item["containers"]
+        )
+        for item in listed["items"]
+    }
+
+
+@needs_metrics_adapter
+async def test_the_metrics_adapter_answers_with_the_nat_members_pod_usage(
+    bed: Bed, metrics_adapter: KarmadaMetricsAdapter
+) -> None:
+    """kubectl get --raw on karmada-apiserver: the adapter reads each member's metrics.k8s.io
+    through the Cluster's proxyURL, i.e. the proxy-server and the agent's tunnel."""
+    admin = bed.cp.write_kubeconfig(bed.dir / "admin.kubeconfig")
+    path = f"/apis/metrics.k8s.io/v1beta1/namespaces/{OPS}/pods"
+    try:
+        _, out, _ = await polling.eventually(
+            lambda: run_kubectl(admin, "get", "--raw", path),
+            until=lambda r: r[0] == 0 and len(json.loads(r[1]).get("items") or []) == 3,
+            timeout=60,
+            what="the members' ops pods in karmada-apiserver's metrics.k8s.io",
+        )
+    except AssertionError:
+        print(metrics_adapter.log())
+        raise
+    listed = json.loads(out)
+    by_cluster: dict[str, dict[str, Any]] = {}
+    for item in listed["items"]:
+        source = (item["metadata"].get("annotations") or {}).get(
+            "resource.karmada.io/query-from-cluster", ""
+        )
+        by_cluster.setdefault(source, {"items": []})["items"].append(item)
+    assert sorted(by_cluster) == sorted(bed.members)
+    for name, member in bed.members.items():
+        async with member.client() as client:
+            own = (await client.get(path)).json()
+        assert _usage_by_pod(by_cluster.get(name, {"items": []})) == _usage_by_pod(own), name
