@@ -39,7 +39,7 @@ from emulator import upstream
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
 from emulator.metrics_server import cpu_millicores, memory_bytes
-from emulator.upstream import KarmadaAggregatedApiserver, KarmadaMetricsAdapter
+from emulator.upstream import KarmadaAggregatedApiserver, KarmadaMetricsAdapter, KarmadaSearch
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
 from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
@@ -636,3 +636,92 @@ async def test_the_metrics_adapter_answers_with_the_nat_members_pod_usage(
         async with member.client() as client:
             own = (await client.get(path)).json()
         assert _usage_by_pod(by_cluster.get(name, {"items": []})) == _usage_by_pod(own), name
+
+
+needs_search = pytest.mark.skipif(
+    upstream.binary(upstream.SEARCH) is None, reason=upstream.missing_reason(upstream.SEARCH)
+)
+SEARCH_APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.search.karmada.io"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def search(bed: Bed) -> AsyncIterator[KarmadaSearch]:
+    """karmada-search on the control plane (its own etcd), Available behind its APIService."""
+    server = KarmadaSearch(bed.dir / "search")
+    bed.cp.api.services[server.SERVICE_KEY] = server.address
+    config = bed.cp.write_kubeconfig(
+        bed.dir / "search.kubeconfig",
+        user="system:karmada:karmada-search",
+        groups=["system:masters"],
+    )
+    await server.start(config)
+    try:
+        async with bed.cp.client() as client:
+            service = server.service()
+            path = f"/api/v1/namespaces/{server.NAMESPACE}/services"
+            (await client.post(path, json=service)).raise_for_status()
+            apiservice = server.apiservice()
+            (
+                await client.post(SEARCH_APISERVICE.rpartition("/")[0], json=apiservice)
+            ).raise_for_status()
+            await polling.eventually(
+                lambda: client.get(SEARCH_APISERVICE),
+                until=lambda r: any(
+                    c["type"] == "Available" and c["status"] == "True"
+                    for c in (r.json().get("status") or {}).get("conditions") or []
+                ),
+                timeout=30,
+                what="karmada-search Available",
+            )
+        yield server
+    finally:
+        await server.stop()
+
+
+@needs_search
+async def test_karmada_search_caches_the_nat_members_pods(bed: Bed, search: KarmadaSearch) -> None:
+    """A ResourceRegistry for both clusters' pods in ops: karmada-search lists and watches them
+    through each Cluster's proxyURL (the proxy-server and the agent's tunnel) and answers
+    from its cache, each pod marked with its cluster."""
+    registry = {
+        "apiVersion": "search.karmada.io/v1alpha1",
+        "kind": "ResourceRegistry",
+        "metadata": {"name": "edge-pods"},
+        "spec": {
+            "targetCluster": {"clusterNames": list(CLUSTERS)},
+            "resourceSelectors": [{"apiVersion": "v1", "kind": "Pod", "namespace": OPS}],
+        },
+    }
+    async with bed.cp.client() as client:
+        created = await client.post(
+            "/apis/search.karmada.io/v1alpha1/resourceregistries", json=registry
+        )
+        assert created.status_code == 201, created.text
+    admin = bed.cp.write_kubeconfig(bed.dir / "admin.kubeconfig")
+    path = f"/apis/search.karmada.io/v1alpha1/search/cache/api/v1/namespaces/{OPS}/pods"
+    try:
+        _, out, _ = await polling.eventually(
+            lambda: run_kubectl(admin, "get", "--raw", path),
+            until=lambda r: r[0] == 0 and len(json.loads(r[1]).get("items") or []) == 3,
+            timeout=60,
+            what="the members' ops pods in karmada-search's cache",
+        )
+    except AssertionError:
+        print(search.log())
+        raise
+    cached = {
+        (
+            (item["metadata"].get("annotations") or {}).get(
+                "resource.karmada.io/cached-from-cluster"
+            ),
+            item["metadata"]["name"],
+            item["metadata"]["uid"],
+        )
+        for item in json.loads(out)["items"]
+    }
+    expected = set()
+    for name, member in bed.members.items():
+        async with member.client() as client:
+            for pod in (await client.get(f"/api/v1/namespaces/{OPS}/pods")).json()["items"]:
+                expected.add((name, pod["metadata"]["name"], pod["metadata"]["uid"]))
+    assert cached == expected
