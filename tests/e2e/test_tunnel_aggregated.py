@@ -12,7 +12,10 @@ Users: alice and mallory may reach both clusters through the control plane (clus
 on the members alice may view and operate (exec, attach, port-forward, metrics), mallory nothing;
 bob may not use the cluster proxy at all. Operating goes through the same path: kubectl exec
 (WebSocket and SPDY, a TTY) and port-forward (50 MiB) with a kubeconfig whose server ends in
-/clusters/<cluster>/proxy, and the unmodified karmadactl's exec, attach and top.
+/clusters/<cluster>/proxy, and the unmodified karmadactl's exec, attach and top. Karmada's own
+features that reach members themselves (with each Cluster's apiEndpoint, proxyURL and Secret)
+work for the NAT'd members too: karmada-metrics-adapter's metrics.k8s.io, a FederatedHPA that
+karmada-controller-manager scales on it, and karmada-search's cache.
 Skipped, with the reason, without $KARMADA_UPSTREAM_BIN (or without Debian's etcd).
 """
 
@@ -38,7 +41,7 @@ from agent.app import Agent
 from emulator import upstream
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
-from emulator.metrics_server import cpu_millicores, memory_bytes
+from emulator.metrics_server import CPU_ANNOTATION, MEMORY_ANNOTATION, cpu_millicores, memory_bytes
 from emulator.upstream import KarmadaAggregatedApiserver, KarmadaMetricsAdapter, KarmadaSearch
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
@@ -56,6 +59,7 @@ pytestmark = [
     pytest.mark.timeout(300),
 ]
 
+JSON = dict[str, Any]
 CLUSTERS = ("edge-a", "edge-b")
 APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io"
 LOG_INTERVAL = 0.5
@@ -725,3 +729,173 @@ async def test_karmada_search_caches_the_nat_members_pods(bed: Bed, search: Karm
             for pod in (await client.get(f"/api/v1/namespaces/{OPS}/pods")).json()["items"]:
                 expected.add((name, pod["metadata"]["name"], pod["metadata"]["uid"]))
     assert cached == expected
+
+
+CONTROLLER_MANAGER = "karmada-controller-manager"
+needs_controller_manager = pytest.mark.skipif(
+    upstream.binary(CONTROLLER_MANAGER) is None
+    or upstream.binary(upstream.METRICS_ADAPTER) is None,
+    reason=upstream.missing_reason(CONTROLLER_MANAGER),
+)
+HPA_NAMESPACE = "hpa"
+PERMANENT_ID = "propagationpolicy.karmada.io/permanent-id"
+FHPA_PATH = f"/apis/autoscaling.karmada.io/v1alpha1/namespaces/{HPA_NAMESPACE}/federatedhpas"
+
+
+async def _install_crd(client: httpx.AsyncClient, relative: str) -> None:
+    """An upstream CRD (from $KARMADA_UPSTREAM_BIN/crds), created unless present, served."""
+    directory = upstream.upstream_dir()
+    assert directory is not None
+    crd = yaml.safe_load((directory / "crds" / relative).read_text())
+    path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+    created = await client.post(path, json=crd)
+    assert created.status_code in (201, 409), created.text
+    await polling.eventually(
+        lambda: client.get(f"{path}/{crd['metadata']['name']}"),
+        until=lambda r: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (r.json().get("status") or {}).get("conditions") or []
+        ),
+        what=f"CRD {crd['metadata']['name']} established",
+    )
+
+
+def _load_deployment(replicas: int, labels: dict[str, str]) -> JSON:
+    """`load`: pods each using 200Mi of memory (what the members' metrics-server reports)."""
+    template = {
+        "metadata": {
+            "labels": {"app": "load"},
+            "annotations": {MEMORY_ANNOTATION: "200Mi", CPU_ANNOTATION: "50m"},
+        },
+        "spec": {"containers": [{"name": "app", "image": "busybox"}]},
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "load", "namespace": HPA_NAMESPACE, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "load"}},
+            "template": template,
+        },
+    }
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def controller_manager(
+    bed: Bed, metrics_adapter: KarmadaMetricsAdapter
+) -> AsyncIterator[upstream.UpstreamProcess]:
+    """karmada-controller-manager with only its FederatedHPA controller, on the control plane
+    whose metrics.k8s.io is karmada-metrics-adapter's."""
+    directory = upstream.upstream_dir()
+    assert directory is not None
+    async with bed.cp.client() as client:
+        # Every Karmada CRD, as karmadactl init installs them: the controller-manager's
+        # resource detector watches policies whichever controllers run.
+        for crd in sorted((directory / "crds").rglob("*.yaml")):
+            await _install_crd(client, str(crd.relative_to(directory / "crds")))
+    config = bed.cp.write_kubeconfig(
+        bed.dir / "controller-manager.kubeconfig",
+        user="system:karmada:karmada-controller-manager",
+        groups=["system:masters"],
+    )
+    health = upstream.free_port()
+    process = upstream.UpstreamProcess(
+        CONTROLLER_MANAGER,
+        [
+            f"--kubeconfig={config}",
+            "--controllers=federatedHorizontalPodAutoscaler",
+            "--leader-elect=false",
+            f"--metrics-bind-address=127.0.0.1:{upstream.free_port()}",
+            f"--health-probe-bind-address=127.0.0.1:{health}",
+            "--horizontal-pod-autoscaler-sync-period=2s",
+            "--v=4",
+        ],
+        ready=upstream.http_ready(f"http://127.0.0.1:{health}/healthz"),
+        workdir=bed.dir,
+    )
+    await process.start(timeout=60)
+    try:
+        yield process
+    finally:
+        await process.stop()
+
+
+@needs_controller_manager
+async def test_a_federatedhpa_scales_on_the_nat_members_usage(
+    bed: Bed, controller_manager: upstream.UpstreamProcess
+) -> None:
+    """Two pods on each member use 200Mi each; a FederatedHPA targeting 100Mi on average: the
+    controller reads the pods and their usage through the tunnel (karmada-metrics-adapter's
+    metrics.k8s.io, the members' pods and scale), wants twice the four replicas, and scales the
+    control plane's Deployment to 8."""
+    labels = {PERMANENT_ID: "load-policy-id"}
+    for member in bed.members.values():
+        async with member.client() as admin:
+            namespace = {"metadata": {"name": HPA_NAMESPACE}}
+            (await admin.post("/api/v1/namespaces", json=namespace)).raise_for_status()
+            path = f"/apis/apps/v1/namespaces/{HPA_NAMESPACE}/deployments"
+            (await admin.post(path, json=_load_deployment(2, labels))).raise_for_status()
+            await polling.eventually(
+                lambda a=admin: a.get(f"/api/v1/namespaces/{HPA_NAMESPACE}/pods"),
+                until=lambda r: (
+                    sum(
+                        1
+                        for p in r.json()["items"]
+                        if (p.get("status") or {}).get("phase") == "Running"
+                    )
+                    == 2
+                ),
+                timeout=30,
+                what="two load pods running",
+            )
+    async with bed.cp.client() as client:
+        (
+            await client.post("/api/v1/namespaces", json={"metadata": {"name": HPA_NAMESPACE}})
+        ).raise_for_status()
+        path = f"/apis/apps/v1/namespaces/{HPA_NAMESPACE}/deployments"
+        (await client.post(path, json=_load_deployment(4, labels))).raise_for_status()
+        binding = {
+            "apiVersion": "work.karmada.io/v1alpha2",
+            "kind": "ResourceBinding",
+            "metadata": {"name": "load-deployment", "namespace": HPA_NAMESPACE, "labels": labels},
+            "spec": {
+                "resource": {"apiVersion": "apps/v1", "kind": "Deployment", "namespace": HPA_NAMESPACE,
+                             "name": "load"},
+                "clusters": [{"name": name, "replicas": 2} for name in CLUSTERS],
+            },
+        }  # fmt: skip
+        bindings = f"/apis/work.karmada.io/v1alpha2/namespaces/{HPA_NAMESPACE}/resourcebindings"
+        (await client.post(bindings, json=binding)).raise_for_status()
+        fhpa = {
+            "apiVersion": "autoscaling.karmada.io/v1alpha1",
+            "kind": "FederatedHPA",
+            "metadata": {"name": "load", "namespace": HPA_NAMESPACE},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "load"},
+                "minReplicas": 1,
+                "maxReplicas": 10,
+                "metrics": [{"type": "Resource", "resource": {"name": "memory",
+                             "target": {"type": "AverageValue", "averageValue": "100Mi"}}}],
+            },
+        }  # fmt: skip
+        (await client.post(FHPA_PATH, json=fhpa)).raise_for_status()
+        try:
+            status = await polling.eventually(
+                lambda: client.get(f"{FHPA_PATH}/load"),
+                until=lambda r: (r.json().get("status") or {}).get("desiredReplicas") == 8,
+                timeout=60,
+                what="the FederatedHPA's desired replicas",
+            )
+        except AssertionError:
+            print(controller_manager.log(20000))
+            raise
+        current = status.json()["status"]["currentMetrics"][0]["resource"]["current"]
+        assert memory_bytes(current["averageValue"]) == 200 * 2**20
+        assert status.json()["status"]["currentReplicas"] == 4
+        scaled = await polling.eventually(
+            lambda: client.get(f"{path}/load/scale"),
+            until=lambda r: r.json()["spec"]["replicas"] == 8,
+            what="the control plane's Deployment scaled to 8",
+        )
+        assert scaled.json()["spec"]["replicas"] == 8
