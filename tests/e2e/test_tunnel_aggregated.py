@@ -545,16 +545,41 @@ async def test_karmadactl_top_reads_the_members_metrics(bed: Bed) -> None:
     assert len(out.strip().splitlines()) > 1
 
 
-async def test_a_user_the_member_forbids_gets_the_members_403_for_exec(bed: Bed) -> None:
+@pytest.mark.parametrize("wire", sorted(WIRES))
+async def test_a_user_the_member_forbids_exec_gets_the_members_403(bed: Bed, wire: str) -> None:
+    """mallory may read pods in ops on edge-a (a Role there), not exec into them: the member's
+    own 403 for pods/exec comes back through the cluster proxy and the tunnel, unchanged. A user
+    the control plane does not let through (bob) is refused there, before the tunnel."""
+    async with bed.members["edge-a"].client() as admin:
+        rbac = f"/apis/rbac.authorization.k8s.io/v1/namespaces/{OPS}"
+        role = {
+            "metadata": {"name": f"mallory-reads-{wire}"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}],
+        }
+        binding = {
+            "metadata": {"name": f"mallory-reads-{wire}"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": f"mallory-reads-{wire}"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": "mallory"}],
+        }  # fmt: skip
+        (await admin.post(f"{rbac}/roles", json=role)).raise_for_status()
+        (await admin.post(f"{rbac}/rolebindings", json=binding)).raise_for_status()
     code, _, err = await run_kubectl(
-        bed.proxy_kubeconfig("mallory", "edge-a"), "exec", "-n", OPS, "debug", "--", "true"
-    )
+        bed.proxy_kubeconfig("mallory", "edge-a"), "exec", "-n", OPS, "debug", "--", "true",
+        env=WIRES[wire],
+    )  # fmt: skip
     assert code == 1
-    # kubectl reads the pod before it execs: the member refuses mallory that already.
+    assert 'pods "debug" is forbidden: User "mallory" cannot' in err
+    assert 'resource "pods/exec" in API group "" in the namespace "ops"' in err
+    code, _, err = await run_kubectl(
+        bed.proxy_kubeconfig("bob", "edge-a"), "exec", "-n", OPS, "debug", "--", "true",
+        env=WIRES[wire],
+    )  # fmt: skip
+    assert code == 1
     assert (
-        'Error from server (Forbidden): pods "debug" is forbidden: User "mallory" cannot get '
-        'resource "pods" in API group "" in the namespace "ops"'
-    ) in err
+        'User "bob" cannot get resource "clusters/proxy" in API group "cluster.karmada.io"' in err
+    )
 
 
 needs_metrics_adapter = pytest.mark.skipif(
