@@ -22,11 +22,11 @@ import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from .. import errors
-from ..pod_logs import PODS, _flag, choose_container
+from ..pod_logs import PODS, choose_container, query_flag
 from ..registry import JSON, ResourceType
 from ..requestinfo import RequestAttributes
 from ..storage import Storage
@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 SPDY = "SPDY/3.1"
 TUNNELING_PREFIX = "SPDY/3.1+"
 SUCCESS: JSON = {"status": "Success"}
+# What runs on an exec's or attach's streams; the Status it ends with.
+Session = Callable[[channels.Streams], Awaitable[JSON]]
+Serve = Callable[[ApiRequest, RequestAttributes], Awaitable[ApiResponse]]
 
 
 def _text(status: int, message: str) -> ApiResponse:
@@ -91,11 +94,9 @@ class KubeletStreams:
         self.ports = PortServers()
         self._root: Path | None = None
         self.consoles = Consoles(self.scratch)
-        self.exec = _Subresource(self._exec)
-        self.attach = _Subresource(self._attach)
-        self.portforward = _Subresource(self._portforward)
-        for handler in (self.exec, self.attach, self.portforward):
-            handler.owner = self
+        self.exec = _Subresource(self, self._exec)
+        self.attach = _Subresource(self, self._attach)
+        self.portforward = _Subresource(self, self._portforward)
 
     def scratch(self, pod: JSON, container: str) -> Path:
         """The container's own directory (made on first use)."""
@@ -147,10 +148,10 @@ class KubeletStreams:
     @staticmethod
     def _wanted(req: ApiRequest) -> Wanted:
         wanted = Wanted(
-            stdin=_flag(req, "stdin"),
-            stdout=_flag(req, "stdout"),
-            stderr=_flag(req, "stderr"),
-            tty=_flag(req, "tty"),
+            stdin=query_flag(req, "stdin"),
+            stdout=query_flag(req, "stdout"),
+            stderr=query_flag(req, "stderr"),
+            tty=query_flag(req, "tty"),
         )
         if not (wanted.stdin or wanted.stdout or wanted.stderr):
             raise errors.bad_request("you must specify at least 1 of stdin, stdout, stderr")
@@ -197,7 +198,7 @@ class KubeletStreams:
 
         return self._upgrade_channels(req, wanted, session)
 
-    def _upgrade_channels(self, req: ApiRequest, wanted: Wanted, session: Any) -> ApiResponse:
+    def _upgrade_channels(self, req: ApiRequest, wanted: Wanted, session: Session) -> ApiResponse:
         if is_websocket_upgrade(req):
             offered = offered_protocols(req)
             chosen = next((p for p in offered if p in (V5, V4)), None)
@@ -261,7 +262,7 @@ class KubeletStreams:
         return _text(400, "Upgrade request required")
 
 
-async def _finish(streams: channels.Streams, session: Any) -> None:
+async def _finish(streams: channels.Streams, session: Session) -> None:
     """Run the session; its Status to the client when it ends, or the session ended (its
     process killed) when the client goes away first."""
     work = asyncio.ensure_future(session(streams))
@@ -301,9 +302,8 @@ def _unnegotiated(offered: list[str], supported: list[str]) -> str:
 class _Subresource:
     """One subresource's handler in the API server's signature (GET or POST, as kube)."""
 
-    owner: KubeletStreams
-
-    def __init__(self, serve: Any) -> None:
+    def __init__(self, owner: KubeletStreams, serve: Serve) -> None:
+        self.owner = owner
         self._serve = serve
 
     async def __call__(
@@ -311,8 +311,7 @@ class _Subresource:
     ) -> ApiResponse:
         if req.method not in ("GET", "POST"):
             raise errors.method_not_allowed()
-        response: ApiResponse = await self._serve(req, attrs)
-        return response
+        return await self._serve(req, attrs)
 
     async def aclose(self) -> None:
         await self.owner.aclose()
