@@ -124,6 +124,18 @@ class Consoles:
             for helper in helpers:
                 helper.cancel()
 
+    def uids(self) -> set[str]:
+        return {uid for uid, _ in self._consoles}
+
+    async def forget(self, uid: str) -> None:
+        """End the consoles of a pod that is gone."""
+        for key in [k for k in self._consoles if k[0] == uid]:
+            task = self._consoles.pop(key).task
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
     async def aclose(self) -> None:
         tasks = [c.task for c in self._consoles.values() if c.task is not None]
         self._consoles.clear()

@@ -63,6 +63,9 @@ class PortServers:
                 self._servers[key] = await _start(name, container, port)
             return "127.0.0.1", self._servers[key][1]
 
+    def uids(self) -> set[str]:
+        return {uid for uid, _ in self._servers}
+
     async def forget(self, uid: str) -> None:
         """Stop the servers of a pod that is gone."""
         for key in [k for k in self._servers if k[0] == uid]:

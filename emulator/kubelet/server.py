@@ -93,6 +93,7 @@ class KubeletStreams:
         self.storage = storage
         self.ports = PortServers()
         self._root: Path | None = None
+        self._pod_dirs: dict[str, Path] = {}
         self.consoles = Consoles(self.scratch)
         self.exec = _Subresource(self, self._exec)
         self.attach = _Subresource(self, self._attach)
@@ -103,10 +104,23 @@ class KubeletStreams:
         if self._root is None:
             self._root = Path(tempfile.mkdtemp(prefix="emulator-containers-"))
         meta = pod["metadata"]
-        uid = str(meta.get("uid", ""))[:8]
-        path = self._root / f"{meta.get('namespace', '')}_{meta['name']}_{uid}" / container
+        uid = str(meta.get("uid", ""))
+        pod_dir = self._root / f"{meta.get('namespace', '')}_{meta['name']}_{uid[:8]}"
+        self._pod_dirs[uid] = pod_dir
+        path = pod_dir / container
         path.mkdir(parents=True, exist_ok=True, mode=0o700)
         return path
+
+    async def _release_gone(self) -> None:
+        """What pods that are gone left: their directories, consoles and port servers (the
+        kubelet removes a deleted pod's containers; here it happens at the next request)."""
+        present = {str(p["metadata"].get("uid", "")) for p in self.storage.list(PODS)}
+        for uid in (self.consoles.uids() | self.ports.uids() | set(self._pod_dirs)) - present:
+            await self.consoles.forget(uid)
+            await self.ports.forget(uid)
+            gone = self._pod_dirs.pop(uid, None)
+            if gone is not None:
+                shutil.rmtree(gone, ignore_errors=True)
 
     def environment(self, pod: JSON, container: str, home: Path) -> dict[str, str]:
         env = {
@@ -311,6 +325,7 @@ class _Subresource:
     ) -> ApiResponse:
         if req.method not in ("GET", "POST"):
             raise errors.method_not_allowed()
+        await self.owner._release_gone()
         return await self._serve(req, attrs)
 
     async def aclose(self) -> None:

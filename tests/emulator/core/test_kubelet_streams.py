@@ -283,3 +283,45 @@ async def test_a_client_that_goes_away_ends_its_command(
         return False
 
     await polling.eventually(ended, what=f"the command (pid {pid}) ended")
+
+
+async def test_a_deleted_pods_containers_are_released(member: Emulator, tmp_path: Path) -> None:
+    """Its directory, its console and its port servers go (at the next kubelet request)."""
+    config = member.write_kubeconfig(tmp_path / "admin")
+    await running(member, "gone", ports=[{"containerPort": 8080}], command=["sh"], stdin=True)
+    await running(member, "stays")
+    code, out, _ = await kubectl_result(config, "exec", "gone", "--", "pwd")
+    assert code == 0
+    directory = out.strip()
+    async with (
+        forwarded(config, "pod/gone", ":8080", env={}) as port,
+        httpx.AsyncClient() as http,
+    ):
+        assert (await http.get(f"http://127.0.0.1:{port}/")).status_code == 200
+    attach = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(config), "attach", "gone",
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )  # fmt: skip
+    handler = member.api.subresource_handlers[("", "pods", "exec")]
+    kubelet = handler.owner  # type: ignore[attr-defined]
+    await polling.eventually(lambda: kubelet.consoles.uids(), what="the console started")
+    assert _exists(directory)
+    assert kubelet.ports.uids()
+    async with member.client() as client:
+        (await client.delete(f"{PODS}/gone")).raise_for_status()
+    await polling.eventually(lambda: client_gone(member, "gone"), what="the pod deleted")
+    assert (await kubectl_result(config, "exec", "stays", "--", "true"))[0] == 0
+    assert not _exists(directory)
+    assert kubelet.ports.uids() == set()
+    assert kubelet.consoles.uids() == set()
+    # The attach ends with the console it was joined to.
+    await asyncio.wait_for(attach.wait(), 30)
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(path)
+
+
+async def client_gone(member: Emulator, name: str) -> bool:
+    async with member.client() as client:
+        return (await client.get(f"{PODS}/{name}")).status_code == 404
