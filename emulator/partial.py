@@ -75,6 +75,8 @@ def transform(req: ApiRequest, response: ApiResponse) -> ApiResponse:
     else:
         return response
     response.body = json.dumps(body, separators=(",", ":")).encode()
+    # A length passed on from an aggregated API server's answer is that body's, not this one's.
+    response.headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
     response.headers["content-type"] = content_type
     return response
 

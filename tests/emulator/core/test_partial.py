@@ -69,3 +69,22 @@ async def test_a_list_and_a_watch_answer_with_metadata_only() -> None:
     assert events[0]["type"] == "ADDED"
     assert events[0]["object"]["kind"] == "PartialObjectMetadata"
     assert events[0]["object"]["metadata"]["name"] == "one"
+
+
+def test_a_passed_on_length_goes_with_the_body_it_measured() -> None:
+    """An aggregated API server's answer comes with its Content-Length; the metadata-only
+    answer made of it is shorter, and must not carry that length (an HTTP/2 client refuses a
+    body shorter than announced)."""
+    from emulator.partial import transform
+    from emulator.wire import ApiResponse
+
+    whole = json.dumps(
+        {"kind": "Cluster", "apiVersion": "cluster.karmada.io/v1alpha1",
+         "metadata": {"name": "edge-a"}, "spec": {"syncMode": "Pull"}}
+    ).encode() + b"\n"  # fmt: skip
+    headers = {"Content-Type": "application/json", "Content-Length": str(len(whole))}
+    request = ApiRequest("GET", "/apis/cluster.karmada.io/v1alpha1/clusters/edge-a",
+                         headers={"accept": PARTIAL})  # fmt: skip
+    answer = transform(request, ApiResponse(200, whole, headers))
+    assert json.loads(answer.body)["kind"] == "PartialObjectMetadata"
+    assert not any(k.lower() == "content-length" for k in answer.headers)
