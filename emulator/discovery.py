@@ -47,6 +47,14 @@ def with_etag(req: ApiRequest, body: bytes, content_type: str) -> ApiResponse:
     return ApiResponse(200, body, {"content-type": content_type, "etag": etag})
 
 
+# The pod subresources a client connects to (upgraded streams), and their options' kinds.
+_CONNECT_KINDS = {
+    "exec": "PodExecOptions",
+    "attach": "PodAttachOptions",
+    "portforward": "PodPortForwardOptions",
+}
+
+
 def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[str, ...]]:
     """(group, version, kind, verbs) of a subresource's response."""
     if sub == "scale":
@@ -55,6 +63,8 @@ def _subresource_kind(rt: ResourceType, sub: str) -> tuple[str, str, str, tuple[
         return rt.group, rt.version, rt.kind, ("update",)
     if sub == "log":  # pods/log is read only
         return rt.group, rt.version, rt.kind, ("get",)
+    if sub in _CONNECT_KINDS and rt.group_resource == ("", "pods"):
+        return rt.group, rt.version, _CONNECT_KINDS[sub], ("create", "get")
     if sub == "token":  # serviceaccounts/token answers an authentication.k8s.io TokenRequest
         return "authentication.k8s.io", "v1", "TokenRequest", ("create",)
     return rt.group, rt.version, rt.kind, SUBRESOURCE_VERBS

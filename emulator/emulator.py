@@ -40,10 +40,11 @@ from cryptography.hazmat.primitives import serialization
 
 from .accounting import Accounting
 from .aggregator import Aggregator, availability, registration
-from .controllers import Controller, ControllerContext, Knobs
+from .controllers import Controller, ControllerContext, Knobs, tolerate
 from .faults import ControlRouter, Faults, Route
 from .https import HttpsServer, load_key_pair
 from .kubeconfig import build_kubeconfig, write_kubeconfig
+from .metrics_server import MetricsApi, metrics_https_server, registration_objects
 from .pki import CertificateAuthority, ServiceAccountTokenIssuer
 from .profiles import profile_by_name
 from .requestheader import FRONT_PROXY_CLIENT, RequestHeaderConfig
@@ -135,6 +136,13 @@ class Emulator:
         routes["connections"] = self.server.connection_log.http
         self.faults.attach(self.server)
         self.clock_offset = 0.0
+        # metrics-server beside the member's API server, when the profile runs it.
+        self.metrics_server: HttpsServer | None = None
+        if self.profile.metrics_server:
+            metrics = MetricsApi(
+                self.api.storage, self.requestheader, self.api.authorizer, self._time
+            )
+            self.metrics_server = metrics_https_server(metrics, self.ca, self.requestheader.ca_pem)
         self._controllers: list[asyncio.Task[None]] = []
         self.controller_errors: list[BaseException] = []
 
@@ -186,6 +194,7 @@ class Emulator:
             aggregation=self.aggregator,
         )
         await self.profile.seed(ctx)
+        await self._start_metrics_server(ctx)
         # The local APIServices, each Available, before the server reports ready (as
         # kube-apiserver's readyz waits for autoregistration).
         await registration.sync(ctx, self.aggregator)
@@ -204,6 +213,16 @@ class Emulator:
             self._controllers.append(task)
         await self.wait_ready()
 
+    async def _start_metrics_server(self, ctx: ControllerContext) -> None:
+        """Serve metrics.k8s.io as metrics-server does: its own server behind its Service and
+        APIService (registered before the server reports ready)."""
+        if self.metrics_server is None:
+            return
+        await self.metrics_server.start()
+        self.api.services["kube-system/metrics-server"] = f"127.0.0.1:{self.metrics_server.port}"
+        for path, obj in registration_objects():
+            await tolerate(ctx.api.create(path, obj), 409)
+
     async def stop(self) -> None:
         for task in self._controllers:
             task.cancel()
@@ -211,6 +230,12 @@ class Emulator:
         self._controllers.clear()
         await self.faults.close()
         await self.server.stop()
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+        for handler in self.api.subresource_handlers.values():
+            release = getattr(handler, "aclose", None)
+            if release is not None:
+                await release()
         await self.api.admission.client.aclose()
         await self.aggregator.aclose()
 

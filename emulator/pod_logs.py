@@ -50,7 +50,7 @@ class LogOptions:
     limit_bytes: int | None = None
 
 
-def _flag(req: ApiRequest, name: str) -> bool:
+def query_flag(req: ApiRequest, name: str) -> bool:
     """Go's query-to-bool: absent, "false" and "0" are false; anything else is true."""
     values = req.query.get(name)
     if not values:
@@ -82,9 +82,9 @@ def parse_options(req: ApiRequest, pod_name: str) -> LogOptions:
             ) from None
     options = LogOptions(
         container=(req.query.get("container") or [""])[0],
-        follow=_flag(req, "follow"),
-        previous=_flag(req, "previous"),
-        timestamps=_flag(req, "timestamps"),
+        follow=query_flag(req, "follow"),
+        previous=query_flag(req, "previous"),
+        timestamps=query_flag(req, "timestamps"),
         tail_lines=_integer(req, "tailLines"),
         since_seconds=_integer(req, "sinceSeconds"),
         since_time=since_time,

@@ -26,6 +26,7 @@ from emulator.controllers import (
     workload_simulator,
 )
 from emulator.controllers.seed import seed_karmada, seed_member, stable_uid
+from emulator.kubelet.server import KubeletStreams
 from emulator.pod_logs import PodLogs
 
 # (group, resource, namespace, name) -> uid
@@ -45,6 +46,8 @@ class Profile:
     # The server must give these objects these uids when they are created.
     fixed_uids: FixedUids = field(default_factory=dict)
     subresources: list[Subresource] = field(default_factory=list)
+    # Run metrics-server beside the API server (metrics.k8s.io through the aggregation layer).
+    metrics_server: bool = False
 
 
 COMMON_CONTROLLERS: list[Controller] = [
@@ -55,16 +58,28 @@ COMMON_CONTROLLERS: list[Controller] = [
 
 
 def member_profile(name: str = "member1") -> Profile:
+    kubelet: list[KubeletStreams] = []
+
+    def streams(storage: Any) -> KubeletStreams:
+        """One set of emulated containers behind exec, attach and port-forward."""
+        if not kubelet:
+            kubelet.append(KubeletStreams(storage))
+        return kubelet[0]
+
     return Profile(
         name="member",
         types=[],
         seed=seed_member,
         controllers=[*COMMON_CONTROLLERS, workload_simulator.run, endpointslice_controller.run],
         fixed_uids={("", "namespaces", "", "kube-system"): stable_uid(name, "kube-system")},
-        # The simulated kubelets' container logs.
+        # The simulated kubelets' container logs and streams (exec, attach, port-forward).
         subresources=[
-            ("", "pods", "log", lambda storage, knobs: PodLogs(storage, knobs.log_line_interval))
+            ("", "pods", "log", lambda storage, knobs: PodLogs(storage, knobs.log_line_interval)),
+            ("", "pods", "exec", lambda storage, _knobs: streams(storage).exec),
+            ("", "pods", "attach", lambda storage, _knobs: streams(storage).attach),
+            ("", "pods", "portforward", lambda storage, _knobs: streams(storage).portforward),
         ],
+        metrics_server=True,
     )
 
 

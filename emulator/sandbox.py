@@ -401,11 +401,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep everything running until Ctrl-C")
     parser.add_argument("--dir", default=".sandbox", help="where kubeconfigs and the agent log go")
     parser.add_argument("--timeout", type=float, default=90.0, help="seconds allowed for each step")
+    parser.add_argument(
+        "--tunnel",
+        action="store_true",
+        help="a member the control plane cannot dial, reached through the stock proxy-server, "
+        "karmada-aggregated-apiserver and the agent's tunnel (needs $KARMADA_UPSTREAM_BIN)",
+    )
     args = parser.parse_args(argv)
     directory = Path(args.dir).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)  # kubeconfigs with admin tokens live here
     with contextlib.suppress(KeyboardInterrupt):
+        if args.tunnel:
+            from .sandbox_tunnel import run as run_tunnel
+
+            return asyncio.run(run_tunnel(directory, args.timeout))
         return asyncio.run(run(args.keep, directory, args.timeout))
     return 130
 

@@ -486,3 +486,226 @@ def aggregated_apiserver_apiservice(ca_pem: bytes) -> dict[str, Any]:
             "versionPriority": 10,
         },
     }
+
+
+# --- karmada-metrics-adapter ------------------------------------------------------------------
+
+METRICS_ADAPTER = "karmada-metrics-adapter"
+
+
+class KarmadaMetricsAdapter:
+    """karmada-metrics-adapter with Karmada's flags, reaching the control plane with
+    `kubeconfig`: it serves metrics.k8s.io on karmada-apiserver (behind the Service
+    karmada-system/karmada-metrics-adapter and Karmada's APIService), answering from the member
+    clusters it reaches with each Cluster's endpoint, proxy and Secret."""
+
+    NAMESPACE = "karmada-system"
+    SERVICE = METRICS_ADAPTER
+    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
+    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+
+    def __init__(self, workdir: Path) -> None:
+        self.dir = workdir
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.ca = CertificateAuthority.generate("karmada-metrics-adapter-ca")
+        cert, key = self.ca.issue(
+            self.SERVICE,
+            dns_names=[self.SERVICE_DNS_NAME, f"{self.SERVICE_DNS_NAME}.cluster.local"],
+            ips=["127.0.0.1"],
+            usage="server",
+        )
+        self.cert_file = _write_private(workdir / "metrics-adapter.crt", cert)
+        self.key_file = _write_private(workdir / "metrics-adapter.key", key)
+        self.process: UpstreamProcess | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def args(self, kubeconfig: Path) -> list[str]:
+        """The chart's flags; --bind-address and the ports for this machine."""
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--tls-cert-file={self.cert_file}",
+            f"--tls-private-key-file={self.key_file}",
+            "--audit-log-path=-",
+            "--audit-log-maxage=0",
+            "--audit-log-maxbackup=0",
+            "--tls-min-version=VersionTLS13",
+            "--v=2",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+        ]
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaMetricsAdapter:
+        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+        path = "/readyz"
+        identity = _client_certificate(kubeconfig)
+        if identity is not None:
+            load_key_pair(context, *identity)
+            path = "/apis/metrics.k8s.io/v1beta1"
+        self.process = UpstreamProcess(
+            METRICS_ADAPTER,
+            self.args(kubeconfig),
+            ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
+            workdir=self.dir,
+        )
+        await self.process.start(timeout=timeout)
+        return self
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+
+    def log(self, tail: int = 4000) -> str:
+        return self.process.log(tail) if self.process is not None else ""
+
+    def service(self) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+            "spec": {"ports": [{"port": 443, "protocol": "TCP", "targetPort": 443}]},
+        }
+
+    def apiservice(self) -> dict[str, Any]:
+        """Karmada's APIService for metrics.k8s.io/v1beta1 (artifacts/deploy)."""
+        return {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {
+                "name": "v1beta1.metrics.k8s.io",
+                "labels": {"app": self.SERVICE, "apiserver": "true"},
+            },
+            "spec": {
+                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
+                "group": "metrics.k8s.io",
+                "groupPriorityMinimum": 2000,
+                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+                "version": "v1beta1",
+                "versionPriority": 10,
+            },
+        }
+
+
+# --- karmada-search --------------------------------------------------------------------------
+
+SEARCH = "karmada-search"
+
+
+class KarmadaSearch:
+    """karmada-search with Karmada's flags and an etcd of its own (files under `workdir`),
+    serving search.karmada.io on the control plane behind the Service
+    karmada-system/karmada-search and Karmada's APIService; it caches what each
+    ResourceRegistry selects from the member clusters, reached with each Cluster's endpoint,
+    proxy and Secret."""
+
+    NAMESPACE = "karmada-system"
+    SERVICE = SEARCH
+    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
+    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+
+    def __init__(self, workdir: Path) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.dir = workdir
+        self.port = free_port()
+        self.ca = CertificateAuthority.generate("karmada-search-ca")
+        cert, key = self.ca.issue(
+            self.SERVICE,
+            dns_names=[self.SERVICE_DNS_NAME, f"{self.SERVICE_DNS_NAME}.cluster.local"],
+            ips=["127.0.0.1"],
+            usage="server",
+        )
+        self.cert_file = _write_private(workdir / "search.crt", cert)
+        self.key_file = _write_private(workdir / "search.key", key)
+        self.etcd = Etcd(workdir, CertificateAuthority.generate("search-etcd-ca"))
+        self.process: UpstreamProcess | None = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def args(self, kubeconfig: Path) -> list[str]:
+        """The chart's flags (external etcd); --bind-address and --secure-port for here."""
+        return [
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            f"--etcd-cafile={self.etcd.ca_file}",
+            f"--etcd-certfile={self.etcd.client_cert_file}",
+            f"--etcd-keyfile={self.etcd.client_key_file}",
+            f"--etcd-servers={self.etcd.url}",
+            f"--tls-cert-file={self.cert_file}",
+            f"--tls-private-key-file={self.key_file}",
+            "--audit-log-path=-",
+            "--audit-log-maxage=0",
+            "--audit-log-maxbackup=0",
+            "--tls-min-version=VersionTLS13",
+            "--v=2",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+        ]
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaSearch:
+        await self.etcd.start()
+        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
+        path = "/readyz"
+        identity = _client_certificate(kubeconfig)
+        if identity is not None:
+            load_key_pair(context, *identity)
+            path = "/apis/search.karmada.io/v1alpha1"
+        self.process = UpstreamProcess(
+            SEARCH,
+            self.args(kubeconfig),
+            ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
+            workdir=self.dir,
+        )
+        try:
+            await self.process.start(timeout=timeout)
+        except BaseException:
+            await self.stop()
+            raise
+        return self
+
+    async def stop(self) -> None:
+        if self.process is not None:
+            await self.process.stop()
+        await self.etcd.stop()
+
+    def log(self, tail: int = 4000) -> str:
+        return self.process.log(tail) if self.process is not None else ""
+
+    def service(self) -> dict[str, Any]:
+        """Karmada's Service for it (artifacts/deploy: an ExternalName Service)."""
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+            "spec": {
+                "type": "ExternalName",
+                "externalName": f"{self.SERVICE_DNS_NAME}.cluster.local",
+            },
+        }
+
+    def apiservice(self) -> dict[str, Any]:
+        """Karmada's APIService for search.karmada.io/v1alpha1."""
+        return {
+            "apiVersion": "apiregistration.k8s.io/v1",
+            "kind": "APIService",
+            "metadata": {
+                "name": "v1alpha1.search.karmada.io",
+                "labels": {"app": self.SERVICE, "apiserver": "true"},
+            },
+            "spec": {
+                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
+                "group": "search.karmada.io",
+                "groupPriorityMinimum": 2000,
+                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
+                "version": "v1alpha1",
+                "versionPriority": 10,
+            },
+        }

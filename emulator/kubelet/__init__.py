@@ -1,0 +1,1 @@
+"""The member emulator's kubelet streams: pods/exec, pods/attach and pods/portforward."""
