@@ -7,8 +7,9 @@ a new one; and, as client-go's event aggregator, once `aggregate_max` different 
 seen for the same object, type and reason within the window, further ones become a single
 "(combined from similar events): <latest message>" Event whose count grows. This is client-go's
 event correlator, without its per-object spam filter. At most `max_in_flight` writes
-wait or run at once, `writers` of them sending at a time; beyond that, events are dropped with a
-log line: Events are a diagnostic aid, never a reason to slow reconciles. (client-go's
+wait or run at once, `writers` of them sending at a time; beyond that, events are dropped:
+Events are a diagnostic aid, never a reason to slow reconciles. Events dropped or not written
+are logged without a line each: the first at once, then one line a minute with the count. (client-go's
 broadcaster drops too, without a word, once 1000 Events wait for its API writer: upstream's
 agent emitted 5.5 Events per Work in a 300-Work burst with its limits lifted and wrote 4.6. A
 write here stands for every occurrence of its series emitted meanwhile, so a burst queues
@@ -24,6 +25,7 @@ budget's rate.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -85,6 +87,35 @@ class _Similar:
     messages: set[str] = field(default_factory=set)
 
 
+class _Unwritten:
+    """Events that could not be written, told in the log without a line per Event (a burst
+    of thousands would flood it): the first of a kind at once, then at most one line per
+    `interval` with how many more there were, the last one's details, and the rest at stop."""
+
+    def __init__(self, monotonic: Callable[[], float], interval: float) -> None:
+        self._monotonic = monotonic
+        self.interval = interval
+        # what -> (count since the last line, level, the latest one's fields)
+        self._pending: dict[str, tuple[int, int, dict[str, Any]]] = {}
+        self._next_line: dict[str, float] = {}
+
+    def note(self, what: str, level: int, **fields: Any) -> None:
+        now = self._monotonic()
+        count = self._pending.get(what, (0, level, fields))[0] + 1
+        self._pending[what] = (count, level, fields)
+        if now >= self._next_line.get(what, float("-inf")):
+            self._say(what)
+            self._next_line[what] = now + self.interval
+
+    def flush(self) -> None:
+        for what in list(self._pending):
+            self._say(what)
+
+    def _say(self, what: str) -> None:
+        count, level, fields = self._pending.pop(what)
+        log.log(level, what, **fields, **({"events": count} if count > 1 else {}))
+
+
 @dataclass(frozen=True)
 class _Key:
     involved: tuple[str, str, str, str, str]
@@ -108,6 +139,7 @@ class EventEmitter:
         aggregate_window: float = 600.0,
         aggregate_max: int = DEFAULT_AGGREGATE_MAX,
         cache_size: int = 4096,
+        unwritten_log_interval: float = 60.0,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -134,6 +166,7 @@ class EventEmitter:
         # Namespaces where writing Events was refused, said once each (an install whose RBAC
         # predates Events on resource templates); writes there are still tried.
         self._forbidden: set[str] = set()
+        self._unwritten = _Unwritten(monotonic, unwritten_log_interval)
 
     # --- public --------------------------------------------------------------------------------
 
@@ -161,6 +194,7 @@ class EventEmitter:
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._unwritten.flush()
 
     # --- internals -----------------------------------------------------------------------------
 
@@ -208,7 +242,11 @@ class EventEmitter:
         if series.task is None or series.task.done():
             if len(self._tasks) >= self.max_in_flight:
                 self.dropped += 1
-                log.warning("event dropped: too many event writes in flight", reason=reason)
+                self._unwritten.note(
+                    "events dropped: too many event writes in flight",
+                    logging.WARNING,
+                    reason=reason,
+                )
                 return
             task = background(self._sync(series), name=f"event {series.name}")
             series.task = task
@@ -297,8 +335,9 @@ class EventEmitter:
                 if not series.created:
                     # A create's 404: the namespace does not exist (a resource template's, gone
                     # or never there). The server rejected the Event; as client-go, not retried.
-                    log.info(
-                        "event not written: its namespace does not exist",
+                    self._unwritten.note(
+                        "events not written: their namespace does not exist",
+                        logging.INFO,
                         namespace=series.namespace,
                         reason=series.body.get("reason"),
                     )
@@ -320,9 +359,9 @@ class EventEmitter:
                 return
             except KubeError as exc:
                 # An unreachable control plane is reported once, by its Reachability.
-                report = log.info if is_unreachable(exc) else log.warning
-                report(
-                    "event not written",
+                self._unwritten.note(
+                    "events not written",
+                    logging.INFO if is_unreachable(exc) else logging.WARNING,
                     reason=series.body.get("reason"),
                     namespace=series.namespace,
                     error=str(exc),

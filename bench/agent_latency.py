@@ -203,8 +203,11 @@ async def measure(
     rate: float = 0.0,
     idle_seconds: float = 60.0,
     delete: bool = True,
+    steady_seconds: float = 0.0,
 ) -> JSON:
-    """One run on fresh emulators: idle, the burst of Works, then deleting them all."""
+    """One run on fresh emulators: idle, the burst of Works, (with `steady_seconds`) the agent
+    holding them over that window, then deleting them all. The result keeps every Work's
+    latency (`latencies_ms`, in the order the Works were created)."""
     directory = Path(tempfile.mkdtemp(prefix="agent-bench-"))
     async with (
         emulator_process("karmada", "karmada", directory, client_user=AGENT_USER) as cp,
@@ -221,7 +224,9 @@ async def measure(
         client = KubeClient(Transport(config.with_rate_limits(0, 0)))
         sides = {"control_plane": cp, "member": member}
         try:
-            result = await _phases(agent, pid, client, sides, works, rate, idle_seconds, delete)
+            result = await _phases(
+                agent, pid, client, sides, works, rate, idle_seconds, delete, steady_seconds
+            )
         finally:
             await agent.stop()
             await client.close()
@@ -238,6 +243,7 @@ async def _phases(
     rate: float,
     idle_seconds: float,
     delete: bool,
+    steady_seconds: float = 0.0,
 ) -> JSON:
     started = time.monotonic()
     await wait_until(lambda: cluster_ready(client), 120, "Cluster Ready")
@@ -291,6 +297,7 @@ async def _phases(
             figures["beyond_idle"] = round(max(figures["total"] - idle / works, 0.0), 2)
         connections = {side: tcp_connections(pid, emu.port) for side, emu in sides.items()}
         events_by_reason = await _events_by_reason(client, works)
+        steady = await _steady(pid, sides, steady_seconds) if steady_seconds > 0 else {}
         deletion = await _delete_all(client, sides, tracker, names, pid) if delete else {}
     finally:
         watcher.cancel()
@@ -306,6 +313,7 @@ async def _phases(
         "latency_p90_ms": round(_percentile(latencies, 0.9) * 1000, 1),
         "latency_p95_ms": round(_percentile(latencies, 0.95) * 1000, 1),
         "latency_max_ms": round(latencies[-1] * 1000, 1),
+        "applied_out_of_order_share": _out_of_order(tracker, names),
         "requests_done_after_seconds": round(settled_seconds, 1),
         "agent_cpu_ms_per_work": round(load_cpu / works * 1000, 2),
         "agent_rss_idle_mib": round(idle_rss, 1),
@@ -318,8 +326,39 @@ async def _phases(
         "idle_member_requests_per_minute": idle_per_minute["member"],
         "tcp_connections_idle": idle_connections,
         "tcp_connections_after_load": connections,
+        **steady,
         **deletion,
+        "latencies_ms": [round((tracker.applied[n] - tracker.created[n]) * 1000, 1) for n in names],
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+    }
+
+
+def _out_of_order(tracker: _WorkTracker, names: list[str]) -> float:
+    """The share of Works seen Applied before a Work created earlier was (first come, first
+    reported would make it 0)."""
+    overtaking, latest = 0, float("-inf")
+    for name in names:
+        if tracker.applied[name] < latest:
+            overtaking += 1
+        latest = max(latest, tracker.applied[name])
+    return round(overtaking / max(len(names), 1), 3)
+
+
+async def _steady(pid: int, sides: dict[str, EmulatorProcess], seconds: float) -> JSON:
+    """The agent holding the Works, nothing changing: CPU and requests over `seconds`."""
+    before = {side: await _requests(emu) for side, emu in sides.items()}
+    cpu_before = cpu_seconds(pid)
+    await asyncio.sleep(seconds)  # the measurement window itself
+    return {
+        "steady_seconds_measured": seconds,
+        "steady_agent_cpu_percent": round((cpu_seconds(pid) - cpu_before) / seconds * 100, 2),
+        "steady_rss_mib": round(rss_mib(pid), 1),
+        **{
+            f"steady_{side}_requests_per_minute": _per(
+                _delta(await _requests(emu), before[side]), seconds / 60
+            )
+            for side, emu in sides.items()
+        },
     }
 
 

@@ -10,6 +10,8 @@ from typing import Any
 def report(result: dict[str, Any], out: str | Path) -> None:
     width = max((len(key) for key in result), default=0)
     for key, value in result.items():
+        if isinstance(value, list) and len(value) > 20:
+            value = f"[{len(value)} values: in the JSON]"
         print(f"{key:<{width}}  {value}")
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)

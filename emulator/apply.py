@@ -483,6 +483,14 @@ def _without_managed_fields(obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _managed_fields_hidden(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` without managedFields, sharing everything else with it: for reading only."""
+    meta = obj.get("metadata")
+    if not isinstance(meta, dict) or "managedFields" not in meta:
+        return obj
+    return {**obj, "metadata": {k: v for k, v in meta.items() if k != "managedFields"}}
+
+
 def _store(obj: dict[str, Any], managers: _Managers) -> None:
     meta = obj.setdefault("metadata", {})
     encoded = _encode(managers)
@@ -825,11 +833,12 @@ def track_update(
                 decoded = {}
             if decoded:
                 managers = decoded
-    new_body = _without_managed_fields(new)
     if not managers and old is not None:
         new_meta.pop("managedFields", None)
         return
-    old_body = _without_managed_fields(old) if old is not None else {}
+    # Views for the comparison, which only reads them: no copy of the whole object.
+    new_body = _managed_fields_hidden(new)
+    old_body = _managed_fields_hidden(old) if old is not None else {}
     current = "\x00current-operation"
     try:
         added, modified, removed = _update_ownership(

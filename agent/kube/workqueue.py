@@ -3,6 +3,11 @@
 A key waiting in the queue is there once however often it is added (dirty set). A key being
 processed (between `get` and `done`) is never handed to a second worker; adds meanwhile are
 remembered and the key is queued again once, when `done` is called (processing set).
+
+Keys are taken in the order they were added. Ours beyond client-go: waiting keys known to need
+nothing urgent (an agent's start walking Works it applied before) may be `defer`red: they are
+taken only when no other key waits, so a key added later goes first; adding a deferred key
+again makes it an ordinary one, in its place by that add.
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ class WorkQueue(Generic[T]):
         self._clock = clock
         self._metrics = metrics
         self._queue: deque[T] = deque()
+        # Deferred keys, in order; a key promoted by an add stays in the deque but leaves the set.
+        self._later: deque[T] = deque()
+        self._deferred: set[T] = set()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._added_at: dict[T, float] = {}
@@ -75,7 +83,13 @@ class WorkQueue(Generic[T]):
     # --- adding --------------------------------------------------------------------------------
 
     def add(self, item: T) -> None:
-        if self._shutting_down or item in self._dirty:
+        if self._shutting_down:
+            return
+        if item in self._deferred:
+            self._deferred.discard(item)
+            self._queue.append(item)
+            return
+        if item in self._dirty:
             return
         if self._metrics is not None:
             self._metrics.add(self.name)
@@ -114,6 +128,24 @@ class WorkQueue(Generic[T]):
     def add_rate_limited(self, item: T) -> None:
         self.add_after(item, self.rate_limiter.when(item))
 
+    def defer(self, items: Collection[T]) -> int:
+        """Move those of `items` that wait in the queue behind every other key (and behind any
+        key added later), keeping their order; returns how many were moved."""
+        wanted = set(items) - self._deferred
+        if not wanted:
+            return 0
+        kept: deque[T] = deque()
+        moved = 0
+        for item in self._queue:
+            if item in wanted:
+                self._later.append(item)
+                self._deferred.add(item)
+                moved += 1
+            else:
+                kept.append(item)
+        self._queue = kept
+        return moved
+
     def forget(self, item: T) -> None:
         self.rate_limiter.forget(item)
 
@@ -125,7 +157,7 @@ class WorkQueue(Generic[T]):
     async def get(self) -> T:
         """The next key; waits while the queue is empty. Raises QueueShutDownError once shut
         down (with drain: once also empty)."""
-        while not self._queue:
+        while not self._queue and not self._deferred:
             if self._shutting_down:
                 raise QueueShutDownError(self.name)
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -135,12 +167,12 @@ class WorkQueue(Generic[T]):
             except asyncio.CancelledError:
                 if waiter in self._getters:
                     self._getters.remove(waiter)
-                elif self._queue:
+                elif self._queue or self._deferred:
                     self._wake_one()  # pass the wake-up we consumed to someone else
                 raise
         if self._shutting_down and not self._drain:
             raise QueueShutDownError(self.name)
-        item = self._queue.popleft()
+        item = self._queue.popleft() if self._queue else self._take_deferred()
         self._processing.add(item)
         self._dirty.discard(item)
         now = self._clock.now()
@@ -150,6 +182,13 @@ class WorkQueue(Generic[T]):
             self._metrics.queue_latency(self.name, now - added)
         self._report_depth()
         return item
+
+    def _take_deferred(self) -> T:
+        while True:
+            item = self._later.popleft()
+            if item in self._deferred:  # else promoted by an add since: taken from the queue
+                self._deferred.discard(item)
+                return item
 
     def done(self, item: T) -> None:
         self._processing.discard(item)
@@ -166,7 +205,12 @@ class WorkQueue(Generic[T]):
     # --- state ---------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._queue)
+        return len(self._queue) + len(self._deferred)
+
+    @property
+    def deferred(self) -> int:
+        """Keys waiting behind every other (`defer`)."""
+        return len(self._deferred)
 
     @property
     def processing(self) -> int:
@@ -189,7 +233,7 @@ class WorkQueue(Generic[T]):
         """Stop accepting keys, let workers take what is queued, and wait until every key in
         processing is done. Returns False if `timeout` passed first."""
         self._begin_shutdown(drain=True)
-        if not self._queue and not self._processing:
+        if not len(self) and not self._processing:
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._idle_waiters.append(fut)
@@ -211,7 +255,7 @@ class WorkQueue(Generic[T]):
                 waiter.set_result(None)
 
     def _notify_idle(self) -> None:
-        if self._queue or self._processing:
+        if len(self) or self._processing:
             return
         for fut in self._idle_waiters:
             if not fut.done():
@@ -227,4 +271,4 @@ class WorkQueue(Generic[T]):
 
     def _report_depth(self) -> None:
         if self._metrics is not None:
-            self._metrics.depth(self.name, len(self._queue))
+            self._metrics.depth(self.name, len(self))

@@ -67,13 +67,18 @@ class RecordedWorks(_NotWatched, WorkInformer):
         one after the other costs a round trip per Work); returns the writes made. `into`: the
         control plane's Works as the registered controllers will read them; once listed, each
         write goes through it, so that they start knowing what was reported (the watch's echo
-        of it may be seconds behind over a slow link) instead of writing it again."""
+        of it may be seconds behind over a slow link) instead of writing it again; a Work
+        that already has the queued status there is not written (the record keeps the status
+        of the Work's last apply, so what the offline controllers queue is often what the
+        control plane was told since)."""
         limit = asyncio.Semaphore(REPORT_CONCURRENCY)
 
         async def write(name: str, status: JsonDict) -> int:
             async with limit:
                 try:
                     known = into.get(name) if into is not None and into.synced else None
+                    if known is not None and _holds(status_of(known), status):
+                        return 0  # the control plane has it already: nothing to write
                     if known is not None and into is not None:
                         await into.patch_status(known, status)
                     else:
@@ -97,6 +102,11 @@ class RecordedWorks(_NotWatched, WorkInformer):
         queued = sorted(self.queued.items())
         self.queued.clear()
         return sum(await asyncio.gather(*(write(name, status) for name, status in queued)))
+
+
+def _holds(current: JsonDict, status: JsonDict) -> bool:
+    """Every key of `status` (a merge patch of the status) has that value in `current`."""
+    return all(current.get(key) == value for key, value in status.items())
 
 
 class MemberOnlyCluster(_NotWatched, ClusterInformer):

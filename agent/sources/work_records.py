@@ -1,7 +1,8 @@
 """The durable record of what the agent applied, kept in the member cluster.
 
 What is recorded of each Work: the Work as last applied (metadata, spec and the status it had,
-without write bookkeeping), rewritten only when its content changed (a hash, status left out),
+without write bookkeeping), rewritten only when its content changed (a hash, status left out) or
+its Applied condition turned to or from True (whether that apply succeeded in full),
 and dropped with the Work. An agent that starts while the control plane is unreachable serves
 these Works (agent.offline) until the link returns.
 
@@ -48,6 +49,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent.karmada.manifest_status import applied_status
 from agent.kube.backoff import Backoff
 from agent.kube.client import KubeClient
 from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
@@ -102,17 +104,24 @@ def content_hash(work: JsonDict) -> str:
     return hashlib.sha256(encoded).hexdigest()[:32]
 
 
+def applied_in_full(work: JsonDict) -> bool:
+    """The Work's status says its last apply succeeded for every manifest (Applied=True)."""
+    return applied_status(work) == "True"
+
+
 @dataclass(frozen=True)
 class _Entry:
-    """One recorded Work: its content hash and its JSON, zlib-compressed (kept for snapshots)."""
+    """One recorded Work: its content hash, whether it was applied in full, and its JSON,
+    zlib-compressed (kept for snapshots)."""
 
     hash: str
+    in_full: bool
     packed: bytes
 
     @classmethod
     def of(cls, work: JsonDict, digest: str) -> _Entry:
         raw = json.dumps(recorded_content(work), separators=(",", ":")).encode()
-        return cls(digest, zlib.compress(raw, 1))
+        return cls(digest, applied_in_full(work), zlib.compress(raw, 1))
 
     @property
     def raw(self) -> bytes:
@@ -345,13 +354,27 @@ class WorkRecords:
         stored = await self._ensure_loaded()
         digest = content_hash(work)
         current = self._queued[name] if name in self._queued else stored.get(name)
-        if current is not None and current.hash == digest:
+        if (
+            current is not None
+            and current.hash == digest
+            and current.in_full == applied_in_full(work)
+        ):
             if wait:
                 await self._written(name)
             return False
         self._queued[name] = _Entry.of(work, digest)
         await self._changed(wait)
         return True
+
+    def applied_as_recorded(self, work: JsonDict) -> bool:
+        """The record (written or queued) holds this very Work, metadata and spec, as applied
+        in full: its manifests are those the member objects were last applied from. False
+        while the record is not loaded."""
+        if self._stored is None:
+            return False
+        name = str((work.get("metadata") or {}).get("name"))
+        current = self._queued[name] if name in self._queued else self._stored.get(name)
+        return current is not None and current.in_full and current.hash == content_hash(work)
 
     async def delete(self, work_name: str, *, wait: bool = False) -> None:
         """Drop the Work's record (within FLUSH_INTERVAL, or before returning with `wait`)."""

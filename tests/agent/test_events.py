@@ -331,3 +331,37 @@ async def test_a_300_work_burst_of_events_waits_rather_than_drops() -> None:
     client.release.set()
     assert await emitter.flush(10.0)
     assert client.created == 1350
+
+
+async def test_events_not_written_are_logged_without_a_line_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 34: 20,000 Events not written made 20,000 log lines. The first is said at once,
+    the others counted into one line a minute (and at stop)."""
+    caplog.set_level(logging.INFO, logger="agent.events")
+    monotonic = Clock()
+    async with run_emulator("karmada") as emu:
+        client = kube_client(emu)
+        recorder = EventEmitter(client, monotonic=monotonic)
+        template = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "nowhere", "name": "cm", "uid": "u1"},
+        }
+
+        def lines() -> list[logging.LogRecord]:
+            return [r for r in caplog.records if "namespace does not exist" in r.getMessage()]
+
+        for i in range(5):
+            recorder.emit(template, "Normal", "SyncSucceed", f"applied {i}")
+            assert await recorder.flush(5.0)
+        assert len(lines()) == 1
+        monotonic.now += 61
+        recorder.emit(template, "Normal", "SyncSucceed", "applied 5")
+        assert await recorder.flush(5.0)
+        assert len(lines()) == 2
+        assert getattr(lines()[1], "agent_log_fields", {}).get("events") == 5
+        recorder.emit(template, "Normal", "SyncSucceed", "applied 6")
+        await recorder.stop()
+        assert len(lines()) == 3
+        await client.close()

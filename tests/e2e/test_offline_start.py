@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from agent.app import Agent
+from agent.controllers.execution import ExecutionController
 from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES
@@ -183,6 +184,55 @@ async def test_the_works_are_listed_while_the_member_is_still_away(tmp_path: Pat
             assert agent.manager is not None
             assert agent.manager.ctx.sources.works is early
             assert cp.accounting.counts(verb="list", resource="works") == lists
+
+
+def _member_writes(member_emu: Any, resource: str) -> int:
+    return sum(
+        member_emu.accounting.counts(verb=verb, resource=resource)
+        for verb in ("create", "update", "patch", "delete")
+    )
+
+
+def _execution(agent: Agent) -> Any:
+    assert agent.manager is not None
+    return next(r for r in agent.manager.running if isinstance(r, ExecutionController))
+
+
+async def _walked(agent: Agent) -> bool:
+    """The registered agent's execution controller has started and has nothing left to do."""
+    if agent.manager is None:
+        return False
+    execution = _execution(agent)
+    queue = execution.queue
+    return execution.controller.running and not (len(queue) or queue.processing or queue.waiting)
+
+
+@pytest.mark.timeout(120)
+async def test_an_offline_start_and_the_return_write_only_what_differs(tmp_path: Path) -> None:
+    """Issue 34: an object deleted while the agent was down is put back once, offline; neither
+    the offline start nor the return of the control plane applies the unchanged objects (there
+    used to be a pass over every Work in each)."""
+    async with applied_and_recorded(tmp_path) as setup:
+        cp, member_emu, karmada_kc, member_kc, admin, member = setup
+        await cp.faults.go_offline()
+        await member.delete(CONFIGMAPS, "web-config", namespace="default")
+        configmaps, deployments = (
+            _member_writes(member_emu, "configmaps"),
+            _member_writes(member_emu, "deployments"),
+        )
+        async with agent_running(karmada_kc, member_kc) as agent:
+            await eventually(
+                lambda: _true_when(configmap_data(member, "web-config"), {"mode": "fast"}),
+                timeout=30,
+                what="web-config put back offline",
+            )
+            await cp.faults.come_back()
+            await eventually(lambda: _walked(agent), timeout=40, what="online Works walked")
+            await eventually(lambda: healthy(admin, "web"), what="web reported healthy")
+            for name in ("web", "cfg"):
+                assert await work_applied(admin, CLUSTER, name)
+            assert _member_writes(member_emu, "configmaps") - configmaps == 1
+            assert _member_writes(member_emu, "deployments") == deployments
 
 
 @contextlib.asynccontextmanager

@@ -39,6 +39,7 @@ from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
 from .drift import Noted, ObjectKey, OwnWrites
+from .in_place import already_applied
 from .ownership import OtherWorkError, Ownership, OwnershipError
 from .template_events import TemplateEvents
 
@@ -78,6 +79,8 @@ class Outcome:
     errors: list[tuple[int, str]] = field(default_factory=list)
     retryable: bool = False
     applied: set[ObjectKey] = field(default_factory=set)
+    # Of those, the objects found as the apply would make them: not written (in_place.py).
+    in_place: set[ObjectKey] = field(default_factory=set)
     # manifestStatuses entries built from the apply answers, by ordinal.
     statuses: dict[int, JsonDict] = field(default_factory=dict)
     # Why a customization could not interpret a manifest's health, by ordinal.
@@ -99,6 +102,11 @@ class Outcome:
 
     def messages(self) -> list[str]:
         return [message for _, message in sorted(self.errors)]
+
+    @property
+    def wrote(self) -> bool:
+        """Some manifest's object was written (or its write tried and failed)."""
+        return bool(self.errors) or bool(self.applied - self.in_place)
 
 
 class Applier:
@@ -135,13 +143,18 @@ class Applier:
             if manifest.ordinal in grouped.copies:
                 copies_of.setdefault(grouped.copies[manifest.ordinal], []).append(manifest)
         self.ownership.unblock(name)
+        # Objects already as an apply would make them are left alone (in_place.py).
+        as_recorded = self.ctx.sources.records.applied_as_recorded(work)
         for manifest in apply_order(grouped.unique):
             started = time.monotonic()
             result = "error"
+            written = True
             errors_before, contests_before = len(outcome.errors), len(outcome.contests)
             try:
-                key, live, contest = await self._apply_one(work, manifest)
+                key, live, contest, written = await self._apply_one(work, manifest, as_recorded)
                 outcome.applied.add(key)
+                if not written:
+                    outcome.in_place.add(key)
                 for applied in (manifest, *copies_of.get(manifest.ordinal, [])):
                     with contextlib.suppress(ReflectError):
                         # Left to the workStatus controller, which reports the failure.
@@ -201,7 +214,8 @@ class Applier:
                 self._observe(result, time.monotonic() - started)
             same = (manifest, *copies_of.get(manifest.ordinal, []))
             if result == "success":
-                for applied in same:
+                # (An object found in place was not synced: nothing to say about it.)
+                for applied in same if written else ():
                     self.template_events.succeeded(applied)
             elif len(outcome.contests) == contests_before:
                 # (An object waiting for its backoff was not written: its Work says why.)
@@ -209,6 +223,35 @@ class Applier:
                     self.template_events.failed(failed, outcome.errors[errors_before][1])
         self.writes.remember(name, outcome.applied)
         return outcome
+
+    async def found_in_place(self, work: JsonDict) -> bool:
+        """Whether every object of `work` is already as an apply would make it, as far as the
+        member caches (synced) tell without a request: for ordering, the apply decides (no
+        Retain customization is asked here, so a kind with one may look changed)."""
+        if not self.ctx.sources.records.applied_as_recorded(work):
+            return False
+        objects = self.ctx.sources.member_objects
+        for item in manifests_of(work):
+            if isinstance(item, ManifestError):
+                return False
+            try:
+                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
+            except KubeError:
+                return False
+            if not objects.known(info.gvr):
+                return False
+            live, _ = objects.get(info.gvr, item.namespace if info.namespaced else "", item.name)
+            desired = desired_object(item, work, live=live)
+            if not info.namespaced:
+                desired["metadata"].pop("namespace", None)
+            if not already_applied(
+                desired,
+                live,
+                field_manager=FIELD_MANAGER,
+                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+            ):
+                return False
+        return True
 
     async def _cluster_scoped(self, manifests: list[Manifest]) -> set[int]:
         """The ordinals of the manifests whose kind the member serves cluster-scoped, so that
@@ -225,11 +268,12 @@ class Applier:
         return out
 
     async def _apply_one(
-        self, work: JsonDict, manifest: Manifest
-    ) -> tuple[ObjectKey, JsonDict, Contest | None]:
-        """Apply one manifest; its member key, the object as the apply returned it, and the
-        contest when something keeps undoing it (contention.py). Raises ContestedError while
-        the object waits for its backoff."""
+        self, work: JsonDict, manifest: Manifest, as_recorded: bool
+    ) -> tuple[ObjectKey, JsonDict, Contest | None, bool]:
+        """Apply one manifest; its member key, the object as the apply returned it, the
+        contest when something keeps undoing it (contention.py), and whether it was written
+        (False: it was in place already, `as_recorded` allowing that, see in_place.py). Raises
+        ContestedError while the object waits for its backoff."""
         # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
         # server's): the member is where the object is created and the authority on what it
         # serves, and a CRD applied earlier in the same Work exists only there.
@@ -243,11 +287,12 @@ class Applier:
         if contest is not None and self.contention.wait(contest) > 0:
             raise ContestedError(key, contest)
         for _ in range(UNDONE_ATTEMPTS):
-            applied, noted = await self._write(work, manifest, info, key)
+            applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
             self.ownership.taken_from(noted.previous_writer)
             if noted.undone is None:
-                self.contention.applied(key)
-                return key, applied, self.contention.contest(key, generation)
+                if written:
+                    self.contention.applied(key)
+                return key, applied, self.contention.contest(key, generation), written
             # Undone before its answer was even recorded: at once again, unless that is a
             # fight already.
             event_type, obj = noted.undone
@@ -259,8 +304,13 @@ class Applier:
         raise UndoneError(f"{manifest.label}: {cause} right after each apply")
 
     async def _write(
-        self, work: JsonDict, manifest: Manifest, info: ResourceInfo, key: ObjectKey
-    ) -> tuple[JsonDict, Noted]:
+        self,
+        work: JsonDict,
+        manifest: Manifest,
+        info: ResourceInfo,
+        key: ObjectKey,
+        as_recorded: bool,
+    ) -> tuple[JsonDict, Noted, bool]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
         adopting = self.ownership.check(work, manifest, key, live)
@@ -273,6 +323,15 @@ class Applier:
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         work_name = str((work.get("metadata") or {}).get("name"))
+        if as_recorded and already_applied(
+            desired,
+            live,
+            field_manager=FIELD_MANAGER,
+            take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+        ):
+            assert live is not None
+            # Our own write as far as drift is concerned (a restarted agent has no other).
+            return live, self.writes.note(key, work_name, live), False
         objects = self.ctx.sources.member_objects
         with (
             self.writes.in_flight(key),
@@ -289,7 +348,7 @@ class Applier:
             # Cached before the watch brings it: no read (workStatus's included) gets an older
             # object, and the watch's older events of it are left out, not taken for drift.
             write.answered(applied)
-            return applied, self.writes.note(key, work_name, applied)
+            return applied, self.writes.note(key, work_name, applied), True
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when

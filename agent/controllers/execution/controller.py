@@ -17,6 +17,8 @@ were refused for it (ownership.py).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 
 from agent.context import AgentContext
@@ -26,14 +28,17 @@ from agent.controllers.work_controller import WorkController
 from agent.karmada import conditions, names
 from agent.karmada.status import copy_conditions, status_of
 from agent.karmada.work import (
+    ManifestError,
     applied_message,
     dispatching_condition,
     is_deleting,
     is_suspended,
+    manifests_of,
     work_of,
 )
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
+from agent.kube.errors import KubeError
 from agent.kube.reflector import HandlerFuncs
 from agent.sources.cluster import ClusterInformer
 from agent.sources.work_records import save_quietly
@@ -47,6 +52,10 @@ from .ownership import Ownership
 JsonDict = dict[str, Any]
 
 CONTROLLER_NAME = "execution"
+# How long the start waits for the member caches of the recorded Works' kinds.
+IN_PLACE_SYNC_WAIT = 10.0
+# Works looked at between two yields to the event loop.
+YIELD_EVERY = 256
 
 
 class WorkSyncError(RetryableError):
@@ -90,6 +99,47 @@ class ExecutionController(WorkController):
         # Before any worker runs: a reconcile of a vanished Work drops its record, and the
         # record is what tells that the Work's objects were orphaned.
         await self.deletion.settle_records()
+        await self._defer_in_place()
+
+    async def _defer_in_place(self) -> None:
+        """Order the first walk by need: Works whose objects are all as their record says they
+        were applied (an agent starting again, or the control plane back after serving the
+        record) wait behind the others, so that a deleted or changed object, a new or changed
+        Work is seen to first, not after every unchanged Work. (The member caches of their
+        kinds are waited for here, at most IN_PLACE_SYNC_WAIT seconds; the first applies
+        would wait for them too.)"""
+        candidates = [
+            work
+            for name in self.works.names()
+            if (work := self.works.get(name)) is not None
+            and not is_deleting(work)
+            and self.records.applied_as_recorded(work)
+        ]
+        if not candidates:
+            return
+        objects = self.ctx.sources.member_objects
+        kinds: set[GVR] = set()
+        for work in candidates:
+            for item in manifests_of(work):
+                if isinstance(item, ManifestError):
+                    continue
+                with contextlib.suppress(KubeError):
+                    info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
+                    objects.ensure(info.gvr, info.kind)
+                    kinds.add(info.gvr)
+        await asyncio.gather(*(objects.wait_known(gvr, IN_PLACE_SYNC_WAIT) for gvr in kinds))
+        in_place = []
+        for count, work in enumerate(candidates, 1):
+            if await self.applier.found_in_place(work):
+                in_place.append(str((work.get("metadata") or {}).get("name")))
+            if count % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # a long walk lets the watches and heartbeat run
+        deferred = self.queue.defer(in_place)
+        self.log.info(
+            "Works found in place are verified after the others",
+            deferred=deferred,
+            first=len(self.queue) - deferred,
+        )
 
     async def stop(self) -> None:
         await super().stop()
@@ -154,9 +204,11 @@ class ExecutionController(WorkController):
             await self._waiting_for_cluster(work, conds if changed else None)
             return None
         outcome = await self._apply(work)
-        work = await self._report(work, outcome, conds, changed)
+        work, reported = await self._report(work, outcome, conds, changed)
         if not outcome.errors:
-            self._synced(work)
+            if reported or outcome.wrote:
+                # (Objects all in place and the status as it was: nothing was synced.)
+                self._synced(work)
             return None
         return self._failed(work, outcome)
 
@@ -197,10 +249,11 @@ class ExecutionController(WorkController):
 
     async def _report(
         self, work: JsonDict, outcome: Outcome, conds: list[JsonDict], changed: bool
-    ) -> JsonDict:
+    ) -> tuple[JsonDict, bool]:
         """Applied in the Work's status, with the first manifestStatuses when all went well;
-        the Work as written. A failed write keeps the outcome, so that its retry writes the
-        status only. What was applied is recorded on the member."""
+        the Work as written, and whether the status was written. A failed write keeps the
+        outcome, so that its retry writes the status only. What was applied is recorded on
+        the member."""
         ok = not outcome.errors
         applied = conditions.new_condition(
             names.WORK_APPLIED,
@@ -213,7 +266,8 @@ class ExecutionController(WorkController):
         # The first manifestStatuses go out with Applied (agent.controllers.manifest_statuses).
         first = self.statuses.first_report(work, outcome.statuses) if ok else {}
         status.update(first)
-        if changed or first:
+        written = bool(changed or first)
+        if written:
             try:
                 before, work = work, await self._write_status(work, status)
             except Exception:
@@ -228,7 +282,7 @@ class ExecutionController(WorkController):
                 self.statuses.emit_written(before, status_of(work), outcome.health_problems)
         if outcome.applied:
             await save_quietly(self.records, work)
-        return work
+        return work, written
 
     def _synced(self, work: JsonDict) -> None:
         name = (work.get("metadata") or {}).get("name")

@@ -254,6 +254,8 @@ class Deletion:
                     await self._release(gvr, manifest, namespace, live, why=kept)
                     continue
                 uid = str((live.get("metadata") or {}).get("uid") or "")
+                # Its watch event is ours, not a change to put back.
+                self.writes.deleting((gvr, namespace, manifest.name))
                 await self.ctx.member.delete(
                     gvr,
                     manifest.name,

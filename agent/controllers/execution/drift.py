@@ -163,6 +163,11 @@ class OwnWrites:
         if written is not None and written.writer == work_name:
             del self._written[key]
 
+    def deleting(self, key: ObjectKey) -> None:
+        """We delete the object (its Work is being deleted): its deletion is no drift. (It
+        stays among its Work's objects until the Work is forgotten.)"""
+        self._written.pop(key, None)
+
     def is_drift(self, event_type: str, key: ObjectKey, obj: JsonDict) -> bool:
         """Whether a watch event of a member object is a change to put back: the object was
         deleted, or changed to something none of our writes returned. Objects this process has

@@ -276,3 +276,43 @@ async def test_prometheus_names_labels_and_in_flight_gauges() -> None:
         == 2
     )
     await ctl.stop(timeout=1)
+
+
+async def test_deferred_keys_wait_behind_every_other_key() -> None:
+    """First come, first served, except for keys deferred as needing nothing urgent: those go
+    after every other key, also after keys added later; adding one again makes it ordinary."""
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    for key in ("a", "b", "c", "d", "e"):
+        q.add(key)
+    assert q.defer(["b", "d", "x"]) == 2  # x is not waiting
+    assert len(q) == 5
+    assert q.deferred == 2
+    q.add("f")  # added later, still before the deferred keys
+    q.add("d")  # needs doing after all: in its place by this add
+    q.add("b")
+    q.add("b")
+    q.defer(["b"])
+    taken = [await q.get() for _ in range(6)]
+    assert taken == ["a", "c", "e", "f", "d", "b"]
+    assert len(q) == 0
+    assert q.deferred == 0
+    for key in taken:
+        q.done(key)
+    q.add("a")
+    q.defer(["a"])
+    assert await q.get() == "a"  # deferred keys are taken when nothing else waits
+    q.done("a")
+
+
+async def test_a_deferred_key_wakes_a_worker_and_drains_on_shutdown() -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    q.add("a")
+    q.add("b")
+    q.defer(["a", "b"])
+    assert await q.get() == "a"
+    drained = asyncio.create_task(q.shutdown_with_drain(5))
+    assert await q.get() == "b"  # still taken: shutting down with drain
+    assert not drained.done()
+    q.done("a")
+    q.done("b")
+    assert await drained

@@ -94,3 +94,40 @@ async def test_a_late_event_does_not_take_the_reported_status_back() -> None:
         finally:
             await live.stop()
             await karmada.close()
+
+
+async def test_a_status_the_control_plane_has_already_is_not_reported_again() -> None:
+    """Issue 34: the record keeps a Work's status as of its last apply, so the offline
+    controllers queue what the control plane was told since (a Deployment's health): written
+    again, every unchanged Work cost a status write at the return."""
+    async with run_emulator("karmada", name="karmada") as cp:
+        karmada = kube_client(cp)
+        await karmada.create(
+            NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": EXEC_NS}}
+        )
+        for name in ("same", "changed"):
+            await karmada.create(WORKS, karmada_work(name, [configmap(name)]), namespace=EXEC_NS)
+            await karmada.patch(
+                WORKS,
+                name,
+                {"status": APPLIED},
+                patch_type="merge",
+                namespace=EXEC_NS,
+                subresource="status",
+            )
+        live = WorkInformer(karmada, EXEC_NS)
+        live.start()
+        try:
+            assert await live.wait_synced(5)
+            recorded = RecordedWorks(karmada, EXEC_NS, [])
+            recorded.queued["same"] = APPLIED
+            failed = {"conditions": [{**APPLIED["conditions"][0], "status": "False"}]}
+            recorded.queued["changed"] = failed
+            writes = cp.accounting.counts(verb="patch", resource="works/status")
+            assert await recorded.report(karmada, into=live) == 1
+            assert cp.accounting.counts(verb="patch", resource="works/status") == writes + 1
+            stored = await karmada.get(WORKS, "changed", namespace=EXEC_NS)
+            assert stored["status"]["conditions"][0]["status"] == "False"
+        finally:
+            await live.stop()
+            await karmada.close()

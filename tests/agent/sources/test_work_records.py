@@ -108,7 +108,9 @@ async def test_a_burst_of_works_is_written_in_few_secrets_and_read_back() -> Non
         works = [work_with(f"w{i}", f"payload {i}") for i in range(200)]
         for work in works:
             assert await records.save(work)
-        assert not await records.save({**works[0], "status": {}})  # status only: unchanged
+        # Status only (Applied still True): unchanged.
+        status = {**works[0]["status"], "manifestStatuses": [{"identifier": {"ordinal": 0}}]}
+        assert not await records.save({**works[0], "status": status})
         await records.flush()
         # The first change goes out at once, the rest together: two segments, not 200.
         assert emu.accounting.counts(verb="create", resource="secrets") <= 3
@@ -248,3 +250,34 @@ async def test_a_deleted_record_stays_deleted_and_unwritten_ones_cost_nothing() 
         await records.delete("a", wait=True)
         assert await recorded(client) == {}
         await records.stop()
+
+
+async def test_the_record_says_whether_the_work_was_applied_in_full() -> None:
+    """What lets a restarted agent leave objects in place (execution/in_place.py): the record
+    holds this very Work (metadata and spec) as applied in full (Applied=True). A change of the
+    Applied condition is written, though the content is the same."""
+    async with member() as (_, client):
+        records = WorkRecords(client, NAMESPACE, CLUSTER, flush_interval=0.2)
+        work = work_with("w", "1")
+        assert not records.applied_as_recorded(work)  # the record not loaded yet
+        await records.load()
+        assert not records.applied_as_recorded(work)  # not recorded
+        await records.save(work)
+        assert records.applied_as_recorded(work)
+        assert not records.applied_as_recorded(work_with("w", "2"))  # other manifests
+        later = {**work, "metadata": {**work["metadata"], "generation": 2}}
+        assert not records.applied_as_recorded(later)
+        failed = {**work, "status": {"conditions": [{"type": "Applied", "status": "False"}]}}
+        assert await records.save(failed)
+        assert not records.applied_as_recorded(work)
+        await records.flush()
+        reread = WorkRecords(client, NAMESPACE, CLUSTER)
+        await reread.load()
+        assert not reread.applied_as_recorded(work)
+        assert await reread.save(work)
+        await reread.flush()
+        again = WorkRecords(client, NAMESPACE, CLUSTER)
+        await again.load()
+        assert again.applied_as_recorded(work)
+        await records.stop()
+        await reread.stop()

@@ -4,7 +4,10 @@ agent's cleanup reported orphaned."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+import pytest
 
 from agent.controllers.execution import ExecutionController
 from agent.controllers.execution.deletion import (
@@ -73,6 +76,38 @@ async def test_deletion_costs_one_member_request_per_object() -> None:
         assert pair.member.accounting.counts(verb="get", resource="configmaps") == 0
         await pair.wait_member_gone(DEPLOYMENTS, "gone")
         await pair.wait_member_gone(CONFIGMAPS, "gone")
+
+
+async def test_an_object_the_agent_deleted_is_not_taken_for_drift(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Issue 34: an object deleted with its Work whose watch event came before the Work was
+    done with (at scale, the rule) was taken for drift: one more reconcile and log line per
+    deletion."""
+    caplog.set_level(logging.INFO)
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        deletion = pair.execution.deletion
+        await pair.create_work(karmada_work("gone", [deployment("gone"), configmap("gone")]))
+        await pair.wait_work("gone", APPLIED_OK)
+        objects = pair.ctx.sources.member_objects
+
+        async def cached() -> int:
+            return sum(
+                objects.get(gvr, "default", "gone")[0] is not None
+                for gvr in (DEPLOYMENTS, CONFIGMAPS)
+            )
+
+        remove_finalizer = deletion._remove_finalizer
+
+        async def after_the_watch_events(work: JsonDict) -> None:
+            await eventually(cached, lambda n: n == 0, what="the deletions' watch events")
+            await remove_finalizer(work)
+
+        deletion._remove_finalizer = after_the_watch_events  # type: ignore[method-assign]
+        await pair.karmada.delete(WORKS, "gone", namespace=EXEC_NS)
+        await pair.wait_work_gone("gone")
+        assert not [r for r in caplog.records if "out of band" in r.getMessage()]
 
 
 async def test_preserve_resources_on_deletion_strips_karmada_metadata() -> None:

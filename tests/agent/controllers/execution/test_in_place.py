@@ -1,0 +1,84 @@
+"""What counts as "already applied" (execution/in_place.py): every difference an apply would
+undo makes the object look different; only other managers' additions do not."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from agent.controllers.execution.in_place import already_applied, holds
+
+JsonDict = dict[str, Any]
+OURS = {"manager": "karmada-agent", "operation": "Apply", "time": "2026-01-01T00:00:00Z"}
+DESIRED: JsonDict = {
+    "apiVersion": "apps/v1",
+    "kind": "Deployment",
+    "metadata": {
+        "name": "web",
+        "namespace": "default",
+        "labels": {"karmada.io/managed": "true"},
+        "annotations": {"work.karmada.io/name": "web"},
+    },
+    "spec": {
+        "replicas": 2,
+        "paused": False,
+        "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}},
+    },
+}
+
+
+def live(**changes: Any) -> JsonDict:
+    obj = copy.deepcopy(DESIRED)
+    obj["metadata"].update(resourceVersion="7", uid="u", managedFields=[dict(OURS)])
+    obj["metadata"]["labels"]["other"] = "x"  # another manager's label
+    obj["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    obj["spec"]["strategy"] = {"type": "RollingUpdate"}  # a default
+    obj["status"] = {"replicas": 2}
+    for path, value in changes.items():
+        target = obj
+        *parents, last = path.split("__")
+        for key in parents:
+            target = target[key]
+        if value is None:
+            target.pop(last, None)
+        else:
+            target[last] = value
+    return obj
+
+
+def applied(obj: JsonDict | None) -> bool:
+    return already_applied(
+        DESIRED, obj, field_manager="karmada-agent", take_over_from=("karmada-agent",)
+    )
+
+
+def test_an_object_with_defaults_and_others_additions_is_in_place() -> None:
+    assert applied(live())
+
+
+def test_every_difference_an_apply_would_undo_is_seen() -> None:
+    assert not applied(None)  # deleted
+    assert not applied(live(spec__replicas=3))  # edited
+    assert not applied(live(spec__replicas=None))  # a field removed
+    assert not applied(live(spec__paused=0))  # false is not 0
+    assert not applied(live(metadata__labels={"other": "x"}))  # our label removed
+    containers = [{"name": "web", "image": "nginx:1.27"}, {"name": "sidecar", "image": "s"}]
+    assert not applied(live(spec__template__spec__containers=containers))
+    assert not applied(live(metadata__deletionTimestamp="2026-01-01T00:00:00Z"))
+
+
+def test_an_object_not_applied_by_us_or_still_written_by_upstream_is_applied() -> None:
+    update = {"manager": "karmada-agent", "operation": "Update"}
+    assert not applied(live(metadata__managedFields=[{"manager": "kubectl", "operation": "Apply"}]))
+    assert not applied(live(metadata__managedFields=[dict(OURS), update]))
+    status = {**update, "subresource": "status"}
+    assert applied(live(metadata__managedFields=[dict(OURS), status]))
+
+
+def test_holds_compares_values_not_types_loosely() -> None:
+    assert holds({"a": None}, {})
+    assert not holds({"a": None}, {"a": 1})
+    assert holds({"a": [1, {"b": 2}]}, {"a": [1, {"b": 2, "c": 3}], "d": 4})
+    assert not holds({"a": [1]}, {"a": [1, 2]})
+    assert not holds({"a": "1"}, {"a": 1})
+    assert not holds({"a": {"b": 1}}, {"a": "b"})
