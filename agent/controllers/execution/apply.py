@@ -34,7 +34,13 @@ from agent.karmada.work import (
 )
 from agent.kube.client import GVR
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
-from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundError
+from agent.kube.errors import (
+    ApiError,
+    ConflictError,
+    InvalidNameError,
+    KubeError,
+    NotFoundError,
+)
 from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
@@ -54,6 +60,9 @@ REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
 # Attempts in one reconcile at an object that is undone while each apply is in flight (each
 # one a round of contention.py, which stops them sooner when they come fast).
 UNDONE_ATTEMPTS = 5
+# Applies of one manifest in one reconcile, each made from a newer read of the object when the
+# member refused the last as made from a version the object has left behind.
+STALE_ATTEMPTS = 3
 # How long the first apply of a kind waits for that kind's member caches before a GET.
 FIRST_SYNC_WAIT_SECONDS = 1.0
 
@@ -263,6 +272,42 @@ class Applier:
     ) -> tuple[JsonDict, Noted]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
+        work_name = str((work.get("metadata") or {}).get("name"))
+        for attempt in range(STALE_ATTEMPTS):
+            desired = await self._desired(work, manifest, info, key, live)
+            try:
+                with self.writes.in_flight(key):
+                    applied = await self.ctx.member.apply(
+                        gvr,
+                        desired,
+                        field_manager=FIELD_MANAGER,
+                        force=True,
+                        namespace=namespace or None,
+                        take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+                    )
+                    # For the workStatus controller: the object exists, whether or not the
+                    # watch has brought it by the time this Work's status is reported.
+                    self.ctx.sources.member_objects.wrote(gvr, applied)
+                    return applied, self.writes.note(key, work_name, applied)
+            except ConflictError:
+                # (With force, the only conflict is the version the configuration was made
+                # from: the cache lagged behind a write on the member.)
+                if attempt + 1 == STALE_ATTEMPTS:
+                    raise
+                live = await self._read(gvr, namespace, manifest.name)
+        raise AssertionError("unreachable")
+
+    async def _desired(
+        self,
+        work: JsonDict,
+        manifest: Manifest,
+        info: ResourceInfo,
+        key: ObjectKey,
+        live: JsonDict | None,
+    ) -> JsonDict:
+        """The apply configuration, made from `live` (the ownership check, values a Retain
+        keeps) and so carrying its resourceVersion: if the object changed since, the member
+        refuses it rather than reset what the Retain was to keep."""
         adopting = self.ownership.check(work, manifest, key, live)
         desired = desired_object(manifest, work, live=live, adopting=adopting)
         if live is not None:
@@ -270,22 +315,12 @@ class Applier:
             # types carry no apiVersion/kind).
             observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
             desired = await self.ctx.sources.interpreter.retain(desired, observed)
+            version = (live.get("metadata") or {}).get("resourceVersion")
+            if version:
+                desired.setdefault("metadata", {})["resourceVersion"] = version
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
-        work_name = str((work.get("metadata") or {}).get("name"))
-        with self.writes.in_flight(key):
-            applied = await self.ctx.member.apply(
-                gvr,
-                desired,
-                field_manager=FIELD_MANAGER,
-                force=True,
-                namespace=namespace or None,
-                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
-            )
-            # For the workStatus controller: the object exists, whether or not the watch has
-            # brought it by the time this Work's status is reported.
-            self.ctx.sources.member_objects.wrote(gvr, applied)
-            return applied, self.writes.note(key, work_name, applied)
+        return desired
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when
@@ -301,6 +336,9 @@ class Applier:
             return cached
         if objects.known_absent(gvr, namespace, name):
             return None
+        return await self._read(gvr, namespace, name)
+
+    async def _read(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         try:
             return await self.ctx.member.get(gvr, name, namespace=namespace or None)
         except NotFoundError:
