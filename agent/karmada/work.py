@@ -245,11 +245,7 @@ def desired_object(
         annotations[ADOPTED_ANNOTATION] = "true"
     else:
         annotations.pop(ADOPTED_ANNOTATION, None)
-    if (
-        live is not None
-        and labels.get(names.RETAIN_REPLICAS_LABEL) == "true"
-        and isinstance(obj.get("spec"), dict)
-    ):
+    if live is not None and retains_live_replicas(obj):
         # The member decides replicas (e.g. an HPA there): apply the value it has now. Leaving
         # the field out is not enough: when our earlier apply (the creation) is its only owner,
         # server-side apply removes a field its owner stops applying, and replicas fall to 1.
@@ -259,6 +255,13 @@ def desired_object(
         else:
             obj["spec"]["replicas"] = live_replicas
     return obj
+
+
+def retains_live_replicas(obj: Obj) -> bool:
+    """Whether the member decides this object's replicas (the template's
+    `resourcetemplate.karmada.io/retain-replicas=true`): its apply carries the live value."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return labels.get(names.RETAIN_REPLICAS_LABEL) == "true" and isinstance(obj.get("spec"), dict)
 
 
 def may_overwrite(manifest: Manifest, work: Obj) -> bool:

@@ -376,11 +376,11 @@ class KubeClient:
             namespace = meta.get("namespace")
         name = str(meta.get("name") or "")
 
-        async def apply() -> JsonDict:
+        async def apply(config: JsonDict) -> JsonDict:
             return await self.patch(
                 gvr,
                 name,
-                body,
+                config,
                 patch_type="apply",
                 namespace=namespace,
                 subresource=subresource,
@@ -390,14 +390,14 @@ class KubeClient:
                 field_validation=field_validation,
             )
 
-        applied = await apply()
+        applied = await apply(body)
         if not take_over_from or dry_run or subresource:
             return applied
         patch = take_over_patch(applied, from_managers=take_over_from, to_manager=field_manager)
         if patch is None:
             return applied
         try:
-            await self.patch(gvr, name, patch, patch_type="json", namespace=namespace)
+            taken = await self.patch(gvr, name, patch, patch_type="json", namespace=namespace)
         except KubeError as exc:
             # Changed meanwhile (the resourceVersion test failed) or refused: the next apply
             # shows the entries again and tries again.
@@ -410,7 +410,12 @@ class KubeClient:
             namespace or "",
             name,
         )
-        return await apply()
+        if meta.get("resourceVersion"):
+            # The configuration was made from the version the first apply found; the take-over
+            # changed only managedFields since.
+            version = (taken.get("metadata") or {}).get("resourceVersion")
+            body = {**body, "metadata": {**meta, "resourceVersion": version}}
+        return await apply(body)
 
     async def delete(
         self,

@@ -83,6 +83,8 @@ class Patches:
             return self.backend.respond_obj(rt, obj, 201, ctx)
 
         def patched(live: Stored) -> JSON:
+            if ct == PATCH_APPLY:
+                _check_apply_precondition(rt, patch, live)
             new = self._patched(rt, live.obj, patch, ct, ctx, force)
             meta = new.get("metadata") if isinstance(new, dict) else None
             if not isinstance(meta, dict):
@@ -120,6 +122,17 @@ class Patches:
             current, applied, manager=ctx.manager, force=force, meta=field_meta(rt),
             api_version=rt.api_version, subresource=ctx.subresource, now=self.backend.now(),
         )  # fmt: skip
+
+
+def _check_apply_precondition(rt: ResourceType, applied: Any, live: Stored) -> None:
+    """A resourceVersion in an apply configuration is a precondition, as in an update: the
+    merged object carries it, and kube-apiserver's storage refuses a version that is not the
+    stored one (409, the object has been modified)."""
+    meta = applied.get("metadata") if isinstance(applied, dict) else None
+    rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+    if rv and str(rv) != str(live.rv):
+        name = live.obj["metadata"]["name"]
+        raise errors.conflict(rt.group, rt.resource, name, errors.STALE_OBJECT)
 
 
 def _check_apply_identity(rt: ResourceType, applied: JSON, ns: str, name: str) -> None:

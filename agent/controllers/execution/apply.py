@@ -31,10 +31,17 @@ from agent.karmada.work import (
     deduplicate,
     desired_object,
     manifests_of,
+    retains_live_replicas,
 )
 from agent.kube.client import GVR
 from agent.kube.discovery import NoKindMatchError, ResourceInfo
-from agent.kube.errors import ApiError, InvalidNameError, KubeError, NotFoundError
+from agent.kube.errors import (
+    ApiError,
+    ConflictError,
+    InvalidNameError,
+    KubeError,
+    NotFoundError,
+)
 from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
@@ -55,6 +62,9 @@ REFUSED_AS_WRITTEN = frozenset((400, 413, 422))
 # Attempts in one reconcile at an object that is undone while each apply is in flight (each
 # one a round of contention.py, which stops them sooner when they come fast).
 UNDONE_ATTEMPTS = 5
+# Applies of one manifest in one reconcile, each made from a newer read of the object when the
+# member refused the last as made from a version the object has left behind.
+STALE_ATTEMPTS = 3
 # How long the first apply of a kind waits for that kind's member caches before a GET.
 FIRST_SYNC_WAIT_SECONDS = 1.0
 
@@ -313,42 +323,72 @@ class Applier:
     ) -> tuple[JsonDict, Noted, bool]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
+        work_name = str((work.get("metadata") or {}).get("name"))
+        objects = self.ctx.sources.member_objects
+        for attempt in range(STALE_ATTEMPTS):
+            desired = await self._desired(work, manifest, info, key, live)
+            if as_recorded and already_applied(
+                desired,
+                live,
+                field_manager=FIELD_MANAGER,
+                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+            ):
+                assert live is not None
+                # Our own write as far as drift is concerned (a restarted agent has no other).
+                return live, self.writes.note(key, work_name, live), False
+            try:
+                with (
+                    self.writes.in_flight(key),
+                    objects.writing(gvr, namespace, manifest.name) as write,
+                ):
+                    applied = await self.ctx.member.apply(
+                        gvr,
+                        desired,
+                        field_manager=FIELD_MANAGER,
+                        force=True,
+                        namespace=namespace or None,
+                        take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+                    )
+                    # Cached before the watch brings it: no read (workStatus's included) gets
+                    # an older object, and the watch's older events of it are left out, not
+                    # taken for drift.
+                    write.answered(applied)
+                    return applied, self.writes.note(key, work_name, applied), True
+            except ConflictError:
+                # (With force, the only conflict is the version the configuration was made
+                # from: the cache lagged behind a write on the member.)
+                if attempt + 1 == STALE_ATTEMPTS:
+                    raise
+                live = await self._read(gvr, namespace, manifest.name)
+        raise AssertionError("unreachable")
+
+    async def _desired(
+        self,
+        work: JsonDict,
+        manifest: Manifest,
+        info: ResourceInfo,
+        key: ObjectKey,
+        live: JsonDict | None,
+    ) -> JsonDict:
+        """The apply configuration, made from `live` (the ownership check, values a Retain
+        keeps). When it carries values the member owns, it carries live's resourceVersion
+        too: if the object changed since (the cache lagged), the member refuses it rather
+        than reset what was to be kept. Otherwise it is unconditional, so that a status write
+        by the member's own controllers costs no conflict."""
         adopting = self.ownership.check(work, manifest, key, live)
         desired = desired_object(manifest, work, live=live, adopting=adopting)
         if live is not None:
             # Member-owned values a Retain customization keeps (typed: list items of built-in
             # types carry no apiVersion/kind).
             observed = {**live, "apiVersion": manifest.api_version, "kind": manifest.kind}
+            built = desired
             desired = await self.ctx.sources.interpreter.retain(desired, observed)
+            version = (live.get("metadata") or {}).get("resourceVersion")
+            if version and (desired != built or retains_live_replicas(built)):
+                desired.setdefault("metadata", {})["resourceVersion"] = version
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
-        work_name = str((work.get("metadata") or {}).get("name"))
-        if as_recorded and already_applied(
-            desired,
-            live,
-            field_manager=FIELD_MANAGER,
-            take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
-        ):
-            assert live is not None
-            # Our own write as far as drift is concerned (a restarted agent has no other).
-            return live, self.writes.note(key, work_name, live), False
-        objects = self.ctx.sources.member_objects
-        with (
-            self.writes.in_flight(key),
-            objects.writing(gvr, namespace, manifest.name) as write,
-        ):
-            applied = await self.ctx.member.apply(
-                gvr,
-                desired,
-                field_manager=FIELD_MANAGER,
-                force=True,
-                namespace=namespace or None,
-                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
-            )
-            # Cached before the watch brings it: no read (workStatus's included) gets an older
-            # object, and the watch's older events of it are left out, not taken for drift.
-            write.answered(applied)
-            return applied, self.writes.note(key, work_name, applied), True
+        return desired
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when
@@ -364,6 +404,9 @@ class Applier:
             return cached
         if objects.known_absent(gvr, namespace, name):
             return None
+        return await self._read(gvr, namespace, name)
+
+    async def _read(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         try:
             return await self.ctx.member.get(gvr, name, namespace=namespace or None)
         except NotFoundError:

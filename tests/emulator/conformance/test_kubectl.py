@@ -136,6 +136,39 @@ async def test_apply_client_side_then_server_side_with_conflicts(
 
 
 @versions
+async def test_server_side_apply_with_a_stale_resource_version_is_refused(
+    version: str, admin_kubeconfig: Path, ns: str
+) -> None:
+    """A resourceVersion in an apply configuration is a precondition, as in a PUT."""
+    k = Kubectl(version, admin_kubeconfig)
+    await new_ns(k, ns)
+    await k.ok("apply", "--server-side", "-f", "-", stdin=cm(ns, "one"))
+    first = await k.ok(
+        "get", "cm", "app-config", "-n", ns, "-o", "jsonpath={.metadata.resourceVersion}"
+    )
+    await k.ok("patch", "cm", "app-config", "-n", ns, "--type=merge", "-p", '{"data":{"a":"b"}}')
+
+    def at(version: str, mode: str) -> str:
+        return cm(ns, mode).replace(
+            f"  namespace: {ns}\n", f'  namespace: {ns}\n  resourceVersion: "{version}"\n'
+        )
+
+    stale = await k("apply", "--server-side", "-f", "-", stdin=at(first, "two"))
+    assert stale.rc == 1
+    # (kubectl words a 409 of an apply as its own error, with its advice on conflicts.)
+    assert stale.err.startswith(
+        'error: Operation cannot be fulfilled on configmaps "app-config": the object has been '
+        "modified; please apply your changes to the latest version and try again"
+    )
+    assert await k.ok("get", "cm", "app-config", "-n", ns, "-o", "jsonpath={.data.mode}") == "one"
+    current = await k.ok(
+        "get", "cm", "app-config", "-n", ns, "-o", "jsonpath={.metadata.resourceVersion}"
+    )
+    await k.ok("apply", "--server-side", "-f", "-", stdin=at(current, "two"))
+    assert await k.ok("get", "cm", "app-config", "-n", ns, "-o", "jsonpath={.data.mode}") == "two"
+
+
+@versions
 async def test_server_side_apply_takes_over_client_side_fields(
     version: str, admin_kubeconfig: Path, ns: str
 ) -> None:

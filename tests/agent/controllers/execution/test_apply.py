@@ -18,6 +18,7 @@ from tests.agent.controllers.harness import (
     APPLIED_FAILED,
     APPLIED_OK,
     WIDGETS,
+    HeldEvents,
     applied_message,
     condition,
     configmap,
@@ -26,6 +27,7 @@ from tests.agent.controllers.harness import (
     eventually,
     karmada_work,
     labels,
+    named,
     running_pair,
     settled_patches,
 )
@@ -240,6 +242,52 @@ async def test_retained_replicas_survive_a_second_apply() -> None:
         await pair.idle(pair.execution)
         scaled = await pair.get_member(DEPLOYMENTS, "web")
         assert scaled["spec"]["replicas"] == 5
+
+
+async def test_retained_replicas_survive_an_apply_from_a_cache_behind_the_member() -> None:
+    """The member scales the Deployment, and the Work changes before the member watch brings
+    the scale: the apply made from the cached object would put its replicas back. Made from
+    that version (its resourceVersion), it is refused, and made again from the object read."""
+    async with running_pair("execution") as pair:
+        assert pair.execution is not None
+        objects = pair.ctx.sources.member_objects
+        template = deployment("web", replicas=3)
+        template["metadata"]["labels"][names.RETAIN_REPLICAS_LABEL] = "true"
+        await pair.create_work(karmada_work("web", [template]))
+        await pair.wait_work("web", APPLIED_OK, "Applied=True")
+        await pair.idle(pair.execution)
+        member = await pair.get_member(DEPLOYMENTS, "web")
+
+        def cached_version() -> Any:
+            obj = objects.get(DEPLOYMENTS, "default", "web")[0] or {}
+            return obj.get("metadata", {}).get("resourceVersion")
+
+        version = member["metadata"]["resourceVersion"]
+        await eventually(cached_version, lambda rv: rv == version, what="cache caught up")
+
+        held = HeldEvents(objects._reflectors[DEPLOYMENTS], named("web"))
+        await pair.member_client.patch(
+            DEPLOYMENTS, "web", {"spec": {"replicas": 5}}, patch_type="merge", namespace="default"
+        )
+        await held.arrived(1)
+        stale = objects.get(DEPLOYMENTS, "default", "web")[0]
+        assert stale is not None
+        assert stale["spec"]["replicas"] == 3
+
+        live = await pair.get_work("web")
+        live["spec"]["workload"]["manifests"][0]["metadata"]["annotations"]["example.io/n"] = "2"
+        await pair.karmada.replace(WORKS, live, namespace=live["metadata"]["namespace"])
+        await pair.wait_member(
+            DEPLOYMENTS,
+            "web",
+            lambda d: d["metadata"].get("annotations", {}).get("example.io/n") == "2",
+            what="second version applied",
+        )
+        await pair.wait_work("web", APPLIED_OK, "Applied=True")
+        assert (await pair.get_member(DEPLOYMENTS, "web"))["spec"]["replicas"] == 5
+        held.release()
+        await pair.idle(pair.execution)
+        assert (await pair.get_member(DEPLOYMENTS, "web"))["spec"]["replicas"] == 5
 
 
 async def test_the_first_apply_of_a_kind_waits_for_its_caches_rather_than_a_get() -> None:
