@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from . import errors
 from .requestinfo import RequestAttributes
+from .streams import wrapping
 from .wire import ApiRequest, ApiResponse
 
 
@@ -111,7 +112,7 @@ class Accounting:
             return  # refused before the hooks (not a call counted here)
         self._bytes_out[key] += len(response.body)
         if response.stream is not None:
-            response.stream = self._counted(key, response.stream)
+            response.stream = wrapping(self._counted(key, response.stream), response.stream)
 
     async def _counted(self, key: RequestKey, stream: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         async for chunk in stream:

@@ -16,6 +16,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .streams import wrapping
 from .wire import ApiRequest, ApiResponse
 
 JSON = dict[str, Any]
@@ -54,7 +55,7 @@ def transform(req: ApiRequest, response: ApiResponse) -> ApiResponse:
     content_type = f"application/json;as={kind};g={GROUP};v={version}"
     if response.stream is not None:
         if kind == OBJECT:
-            response.stream = _events(response.stream, version)
+            response.stream = wrapping(_events(response.stream, version), response.stream)
             response.headers["content-type"] = content_type
         return response
     try:

@@ -33,6 +33,7 @@ from ..https import load_key_pair
 from ..registry import JSON
 from ..requestheader import is_identity_header, proxy_headers
 from ..services import ServiceNetwork, dial_error, service_dns_name
+from ..streams import Body
 from ..wire import ApiRequest, ApiResponse, RawConnection, UserInfo
 from . import apiservice
 
@@ -229,7 +230,9 @@ class BackendProxy:
                 await response.aclose()
             return ApiResponse(response.status_code, body, passed)
         passed = {k: v for k, v in passed.items() if k.lower() != "content-length"}
-        return ApiResponse(response.status_code, b"", passed, stream=_relay_body(response))
+        return ApiResponse(
+            response.status_code, b"", passed, stream=Body(_relay_body(response), response.aclose)
+        )
 
     # --- upgrades -------------------------------------------------------------------------
 

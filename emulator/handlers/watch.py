@@ -12,6 +12,7 @@ from ..errors import ApiError
 from ..registry import JSON, ResourceType
 from ..selectors import FieldSelector, parse_field_selector
 from ..storage import Event, Watcher, seen_as
+from ..streams import Body
 from ..wire import ApiRequest, ApiResponse
 from .backend import JSON_CT, Backend, dumps
 from .selection import matcher, selectors, validate_list_options
@@ -63,7 +64,10 @@ class Watches:
             watcher, backlog = self.storage.watch(gr, ns, since)
         except ApiError as exc:
             return ApiResponse(200, b"", {"content-type": JSON_CT}, error_stream(exc))
-        stream = self._stream(rt, watcher, initial, backlog, match, bookmarks, timeout)
+        # The watcher goes when the body is closed, even if it never sent a chunk.
+        stream = Body(
+            self._stream(rt, watcher, initial, backlog, match, bookmarks, timeout), watcher.close
+        )
         return ApiResponse(
             200, b"", {"content-type": JSON_CT, "transfer-encoding": "chunked"}, stream
         )

@@ -6,7 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from emulator.apiserver import ApiServer
+from emulator.streams import close
 from tests import polling
 
 from .conftest import call, make_ns
@@ -237,6 +240,23 @@ async def test_close_all_watches_ends_streams(api: ApiServer) -> None:
     api.close()
     await asyncio.wait_for(task, 1)
     assert seen == []
+    assert api.storage.watcher_count() == 0
+
+
+@pytest.mark.parametrize(
+    "accept", ["application/json", "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"]
+)
+async def test_watch_closed_before_its_first_event_releases_its_watcher(
+    api: ApiServer, accept: str
+) -> None:
+    # A client that leaves while the answer is still on its way never reads a chunk: the
+    # front closes the body unread, and the watcher must go with it.
+    await make_ns(api, "default")
+    rv = api.storage.revision
+    _, _, resp = await call(api, "GET", f"{CM}?watch=1&resourceVersion={rv}", accept=accept)
+    assert resp.stream is not None
+    assert api.storage.watcher_count() == 1
+    await close(resp.stream)
     assert api.storage.watcher_count() == 0
 
 

@@ -7,7 +7,9 @@ import httpx
 from emulator.accounting import Accounting, ResourceSpec
 from emulator.emulator import run_emulator
 from emulator.faults import ControlRouter, Faults
+from emulator.streams import close
 from emulator.transport import EmulatorTransport
+from emulator.wire import ApiRequest
 
 from .core import ADMIN_TOKEN, USER_TOKEN, Core
 
@@ -173,3 +175,18 @@ async def test_body_bytes_each_way_watches_as_they_stream() -> None:
         assert watched >= streamed
         rows = emu.accounting.rows(verb="create")
         assert rows[0]["requestBytes"] == len(body)
+
+
+async def test_a_counted_watch_closed_unread_releases_its_watcher() -> None:
+    # The front closes a watch's body unread when its client leaves before the answer is
+    # sent: the counting layer must close the watch it wraps.
+    api, accounting, _, _ = rig()
+    api.server.response_hooks.append(accounting.response_hook)
+    resp = await api.server.handle(
+        ApiRequest.from_target("GET", api.watch_path(), headers=dict(ADMIN))
+    )
+    assert resp.stream is not None
+    assert accounting.watches_opened() == 1
+    assert api.watchers() == 1
+    await close(resp.stream)
+    assert api.watchers() == 0

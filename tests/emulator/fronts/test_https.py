@@ -17,6 +17,7 @@ from emulator.compression import GZIP_THRESHOLD_BYTES
 from emulator.faults import ControlRouter, Faults
 from emulator.https import HttpsServer
 from emulator.pki import CertificateAuthority
+from emulator.wire import ApiRequest, ApiResponse
 from tests.emulator.auth.helpers import UNAUTHORIZED
 
 from .core import (
@@ -229,6 +230,44 @@ async def test_http2_stream_reset_releases_only_that_watch(
     finally:
         await client.close()
     assert server.connection_log.count() == 1
+
+
+class _HeldWatches:
+    """The core behind a gate: a watch's answer (its watcher already open on the storage)
+    waits in the request chain until the test lets it out."""
+
+    def __init__(self, api: Core) -> None:
+        self._api = api
+        self.gate = asyncio.Event()
+
+    async def handle(self, req: ApiRequest) -> ApiResponse:
+        resp = await self._api.server.handle(req)
+        if resp.stream is not None:
+            await self.gate.wait()
+        return resp
+
+
+async def test_http2_stream_reset_before_the_answer_releases_its_watch(
+    api: Core, ca: CertificateAuthority, serving: tuple[bytes, bytes], verify: ssl.SSLContext
+) -> None:
+    # The race behind a flaky reset: the RST_STREAM arrives after the core opened the watch
+    # but before the front began to send its answer. Nobody will read that watch; its
+    # watcher must still go.
+    held = _HeldWatches(api)
+    async with HttpsServer(held, serving[0], serving[1], ca.cert_pem) as server:
+        client = await RawH2Client.connect(server.port, verify)
+        try:
+            watch = await client.request("GET", api.watch_path())
+            await eventually(lambda: api.watchers() == 1)
+            await client.reset(watch)
+            # Frames are handled in order: once this is answered, the reset has been too.
+            version = await client.request("GET", "/version")
+            await client.read_until(lambda: client.streams[version].ended)
+            assert client.streams[watch].status is None
+            held.gate.set()
+            await eventually(lambda: api.watchers() == 0)
+        finally:
+            await client.close()
 
 
 async def test_http2_multiplexes_watches_and_requests_on_one_connection(
