@@ -43,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from agent.cert_validity import validity_problem
 from agent.certificates import (
     CertificateError,
     CertificateRequestError,
@@ -281,6 +282,7 @@ class CertRotation:
         lifetime = self._lifetime(config)
         self._record_expiry(lifetime)
         now = self._now()
+        await self._check_validity(config, lifetime, now)
         fraction = lifetime.remaining_fraction(now)
         if not should_rotate(lifetime, self.threshold, now):
             log.debug("certRotation: %.1f%% of the certificate's lifetime left", fraction * 100)
@@ -299,6 +301,29 @@ class CertRotation:
             raise
         counter.labels(self.ctx.cluster_name, "success").inc()
         return True
+
+    async def _check_validity(
+        self, config: ClientConfig, lifetime: Lifetime, now: datetime
+    ) -> None:
+        """Say so (a warning, and a Warning Event on the Cluster, which lands while the control
+        plane still takes the agent's requests) when the certificate in use is expired or not
+        yet valid by the agent's clock."""
+        problem = validity_problem(lifetime, now, "the agent's clock")
+        if problem is None or config.client_cert_pem is None:
+            return
+        state, when = problem
+        message = (
+            f"the client certificate for {subject_of(config.client_cert_pem).common_name} "
+            f"(serial {serial_number(config.client_cert_pem):x}) that the agent uses for the "
+            f"control plane is {state}: {when}"
+        )
+        log.warning("certRotation: %s", message)
+        reason = (
+            names.EVENT_CLIENT_CERTIFICATE_EXPIRED
+            if state == "expired"
+            else names.EVENT_CLIENT_CERTIFICATE_NOT_YET_VALID
+        )
+        await self._warn_on_cluster(reason, message)
 
     async def _rotate(self, config: ClientConfig, old: Lifetime) -> None:
         assert config.client_cert_pem is not None

@@ -53,6 +53,7 @@ from agent.controllers.cert_rotation import (
 )
 from agent.controllers.kubeconfig_secret import find_kubeconfig_secret
 from agent.events import EventEmitter
+from agent.karmada.names import EVENT_SOURCES
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
 from agent.kube.errors import NotFoundError, UnauthorizedError
@@ -433,7 +434,7 @@ async def _rotation_env(
                 "POD_NAMESPACE": layout.namespace,
             }
         options = Options(cluster_name="member1", **layout.options)
-        events = EventEmitter(karmada)
+        events = EventEmitter(karmada, component="karmada-agent", sources=EVENT_SOURCES)
         ctx = AgentContext(
             options=options,
             cluster_name="member1",
@@ -593,6 +594,50 @@ async def test_rotation_while_the_secret_is_away_is_saved_once_it_is_back(
         finally:
             await restarted.close()
             await before.close()
+
+
+@pytest.mark.parametrize(
+    ("ahead", "reason", "said"),
+    [
+        (timedelta(seconds=90), "ClientCertificateExpired", "is expired: it expired at"),
+        (timedelta(seconds=-90), "ClientCertificateNotYetValid", "is not yet valid"),
+    ],
+    ids=["expired", "not-yet-valid"],
+)
+async def test_a_certificate_outside_its_validity_is_a_warning_event_on_the_cluster(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    ahead: timedelta,
+    reason: str,
+    said: str,
+) -> None:
+    """The agent's clock puts the certificate in use outside its validity period while the
+    control plane still takes it (its clock differs): a warning and a Warning Event on the
+    Cluster naming the certificate and its notAfter, and the expiry metric."""
+    caplog.set_level(logging.INFO, logger="agent.controllers.cert_rotation")
+    async with _rotation_env(tmp_path, secret=True, clock=AgentClock(ahead)) as (
+        rotation,
+        cp,
+        _member,
+        cert,
+    ):
+        await rotation.check_once()
+        not_after = certificate_lifetime(cert).not_after
+        events = await eventually(
+            lambda: _cluster_events(cp, reason), what=f"a {reason} Event on the Cluster"
+        )
+        (event,) = events
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["name"] == CLUSTER
+        assert event["source"]["component"] == "cert-rotation-controller"
+        assert said in event["message"]
+        assert f"serial {serial_number(cert):x}" in event["message"]
+        assert not_after.isoformat() in event["message"]
+        assert said in caplog.text
+        expiry = rotation.ctx.metrics.registry.get_sample_value(
+            "karmada_agent_client_certificate_expiration_seconds", {"member_cluster": "member1"}
+        )
+        assert expiry is not None
 
 
 async def test_rotation_rewrites_the_secret_after_a_conflict(tmp_path: Path) -> None:
