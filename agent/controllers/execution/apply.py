@@ -88,6 +88,8 @@ class Outcome:
     # Objects something keeps undoing (contention.py), and when to look at them again.
     contests: list[Contest] = field(default_factory=list)
     requeue_after: float | None = None
+    # The Work went (or started going) while it was applied: the rest of it was not.
+    stopped: bool = False
 
     @property
     def only_contested(self) -> bool:
@@ -146,6 +148,9 @@ class Applier:
         # Objects already as an apply would make them are left alone (in_place.py).
         as_recorded = self.ctx.sources.records.applied_as_recorded(work)
         for manifest in apply_order(grouped.unique):
+            if not self._still_wanted(work):
+                outcome.stopped = True
+                break
             started = time.monotonic()
             result = "error"
             written = True
@@ -221,7 +226,9 @@ class Applier:
                 # (An object waiting for its backoff was not written: its Work says why.)
                 for failed in same:
                     self.template_events.failed(failed, outcome.errors[errors_before][1])
-        self.writes.remember(name, outcome.applied)
+        # A stopped apply reached only some objects: those of earlier applies are still ours.
+        kept = self.writes.objects_of(name) if outcome.stopped else set()
+        self.writes.remember(name, outcome.applied | kept)
         return outcome
 
     async def found_in_place(self, work: JsonDict) -> bool:
@@ -252,6 +259,18 @@ class Applier:
             ):
                 return False
         return True
+
+    def _still_wanted(self, work: JsonDict) -> bool:
+        """Whether the Works watch still has this Work, not being deleted: once it says the
+        Work is gone, replaced or being deleted, nothing more of it is applied."""
+        meta = work.get("metadata") or {}
+        current = self.ctx.sources.works.get(str(meta.get("name")))
+        if current is None:
+            return False
+        current_meta = current.get("metadata") or {}
+        return current_meta.get("uid") == meta.get("uid") and not current_meta.get(
+            "deletionTimestamp"
+        )
 
     async def _cluster_scoped(self, manifests: list[Manifest]) -> set[int]:
         """The ordinals of the manifests whose kind the member serves cluster-scoped, so that
