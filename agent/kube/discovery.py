@@ -266,7 +266,10 @@ class RESTMapper:
 
     async def resource_for(self, api_version: str, kind: str) -> ResourceInfo:
         group, version = _split(api_version)
-        return await self._lookup("kind", (group, version, kind), f"kind {kind} in {api_version}")
+        # client-go's NoKindMatchError wording.
+        return await self._lookup(
+            "kind", (group, version, kind), f'kind "{kind}" in version "{api_version}"'
+        )
 
     async def info_for(self, gvr: GVR) -> ResourceInfo:
         return await self._lookup(

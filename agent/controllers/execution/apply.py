@@ -90,6 +90,8 @@ class Outcome:
     requeue_after: float | None = None
     # The Work went (or started going) while it was applied: the rest of it was not.
     stopped: bool = False
+    # (group, kind) of the manifests whose kind the member does not serve.
+    missing_kinds: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def only_contested(self) -> bool:
@@ -197,10 +199,12 @@ class Applier:
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 self.ownership.block(name, exc)
             except NoKindMatchError as exc:
-                # Retried with backoff: a CRD installed later makes the kind known.
+                # Retried with backoff, and at once when a CRD we manage starts serving the
+                # kind (waiting_kinds.py).
                 outcome.errors.append(
                     (manifest.ordinal, f"{manifest.label}: {exc} in the member cluster")
                 )
+                outcome.missing_kinds.add((manifest.group, manifest.kind))
                 outcome.retryable = True
             except ApiError as exc:
                 refused = exc.code in REFUSED_AS_WRITTEN
@@ -306,7 +310,11 @@ class Applier:
         if contest is not None and self.contention.wait(contest) > 0:
             raise ContestedError(key, contest)
         for _ in range(UNDONE_ATTEMPTS):
-            applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
+            try:
+                applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
+            except NotFoundError as exc:
+                await self._still_served(manifest, exc)
+                raise
             self.ownership.taken_from(noted.previous_writer)
             if noted.undone is None:
                 if written:
@@ -368,6 +376,15 @@ class Applier:
             # object, and the watch's older events of it are left out, not taken for drift.
             write.answered(applied)
             return applied, self.writes.note(key, work_name, applied), True
+
+    async def _still_served(self, manifest: Manifest, exc: NotFoundError) -> None:
+        """An apply answered 404 for no object in particular (not a missing namespace): the
+        resource itself may be gone, its CRD deleted where no watch of ours saw it. The
+        member's kinds are read again; NoKindMatchError when the kind is no longer served."""
+        if exc.details.get("name"):
+            return
+        self.ctx.member_mapper.invalidate()
+        await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when

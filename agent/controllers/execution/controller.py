@@ -42,6 +42,7 @@ from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
 from agent.kube.errors import KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
+from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from agent.sources.cluster import ClusterInformer
 from agent.sources.work_records import save_quietly
 
@@ -50,6 +51,7 @@ from .contention import EVENT_REAPPLY_THROTTLED, Contention, undo_cause
 from .deletion import Deletion
 from .drift import OwnWrites, object_key
 from .ownership import Ownership
+from .waiting_kinds import WaitingKinds
 
 JsonDict = dict[str, Any]
 
@@ -81,6 +83,7 @@ class ExecutionController(WorkController):
         self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
+        self.kinds = WaitingKinds(ctx.member_mapper, ctx.sources.member_objects, self.queue.add)
         sources = ctx.sources
         self.watches = (
             Watches()
@@ -167,6 +170,8 @@ class ExecutionController(WorkController):
             self.deletion.work_gone(work)
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        if gvr == CUSTOM_RESOURCE_DEFINITIONS:
+            self.kinds.crd_changed(event_type, obj)
         key = object_key(gvr, obj)
         ref = work_of(obj)
         self.ownership.release(key, None if event_type == "DELETED" else ref)
@@ -278,6 +283,7 @@ class ExecutionController(WorkController):
         if outcome.stopped:
             self.log.info("Work is being deleted; the rest of its manifests not applied")
             return None
+        self.kinds.wait(name, outcome.missing_kinds)
         return outcome
 
     async def _report(
@@ -408,6 +414,7 @@ class ExecutionController(WorkController):
     def _forget(self, work_name: str) -> None:
         """The Work is gone or its deletion done: drop what this process kept about it."""
         self.contention.forget_work(work_name)
+        self.kinds.forget(work_name)
         self._unreported.pop(work_name, None)
         self.guard.release(work_name)
         self.ownership.unblock(work_name)
