@@ -174,7 +174,7 @@ class Agent:
             )
         )
         self.karmada.transport.on_unauthorized(
-            RefusedCertificates(self.metrics.certificates, self.options.cluster_name)
+            RefusedCertificates(self.metrics, self.options.cluster_name)
         )
         self.log.info("clients ready", karmada=karmada_config.host, member=member_config.host)
         if self.options.karmada_kubeconfig:

@@ -20,7 +20,7 @@ from agent.certificates import serial_number, subject_of
 from agent.kube.config import ClientConfig, ConfigError, load_client_config, load_kubeconfig
 from agent.kube.transport import Transport
 from agent.logs import get_logger
-from agent.metrics import CertificateMetrics
+from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import Periodic
 from agent.version import VERSION
@@ -132,7 +132,7 @@ class RefusedCertificates:
 
     def __init__(
         self,
-        metrics: CertificateMetrics,
+        metrics: AgentMetrics,
         cluster_name: str,
         *,
         wall_clock: Callable[[], float] = time.time,
@@ -155,7 +155,8 @@ class RefusedCertificates:
         if serial in self._told:
             return
         self._told.add(serial)
-        self.metrics.observe(self.cluster_name, lifetime.not_after.timestamp())
+        # (The families exist from here on: an agent with a token has none.)
+        self.metrics.certificates.observe(self.cluster_name, lifetime.not_after.timestamp())
         if server_now is not None:
             now, clock = server_now, "the control plane's clock"
         else:
