@@ -56,7 +56,7 @@ from agent.events import EventEmitter
 from agent.karmada.names import EVENT_SOURCES
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
-from agent.kube.errors import NotFoundError, UnauthorizedError
+from agent.kube.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from agent.kube.resources import (
     CERTIFICATE_SIGNING_REQUESTS,
     CONFIGMAPS,
@@ -594,6 +594,52 @@ async def test_rotation_while_the_secret_is_away_is_saved_once_it_is_back(
         finally:
             await restarted.close()
             await before.close()
+
+
+class _ForbiddenUntilRestored(KubeClient):
+    """A member client whose Secret writes are refused (403) until `restored`: the agent's RBAC
+    on the Secret taken away, then given back."""
+
+    restored = False
+
+    async def replace(self, gvr: Any, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if gvr == SECRETS and not self.restored:
+            raise ForbiddenError(
+                {
+                    "code": 403,
+                    "reason": "Forbidden",
+                    "message": 'secrets "karmada-kubeconfig" is forbidden',
+                }
+            )
+        return await super().replace(gvr, body, **kwargs)
+
+
+async def test_rotation_refused_by_rbac_is_saved_once_it_is_restored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent.controllers.cert_rotation")
+    clock = AgentClock(timedelta(seconds=25))
+    async with _rotation_env(
+        tmp_path, secret=True, member_class=_ForbiddenUntilRestored, clock=clock
+    ) as (rotation, cp, member, old_cert):
+        assert isinstance(member, _ForbiddenUntilRestored)
+        assert await rotation.check_once()
+        new_cert = rotation.ctx.karmada.transport.config.client_cert_pem
+        secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        assert _stored_cert(secret) == old_cert
+        assert "is forbidden" in caplog.text
+        await eventually(
+            lambda: _cluster_events(cp, "RotatedCertificateUnsaved"),
+            what="a RotatedCertificateUnsaved Event on the Cluster",
+        )
+
+        clock.ahead = timedelta(0)
+        assert not await rotation.check_once()  # still refused: kept for the next check
+        member.restored = True
+        assert not await rotation.check_once()  # no new rotation; the unsaved one written
+        secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        assert _stored_cert(secret) == new_cert
+        assert rotation.rotations == 1
 
 
 @pytest.mark.parametrize(
