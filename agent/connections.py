@@ -73,6 +73,22 @@ async def _credential(config: ClientConfig) -> tuple[object, ...]:
     return (config.host, config.ca_pem, config.client_cert_pem, config.client_key_pem, token)
 
 
+def _older_certificate(candidate: ClientConfig, in_use: ClientConfig) -> bool:
+    """`candidate` holds a client certificate of the same identity, for the same server, as
+    the one in use, but one that expires earlier."""
+    if candidate.client_cert_pem is None or in_use.client_cert_pem is None:
+        return False
+    if (candidate.host, candidate.ca_pem) != (in_use.host, in_use.ca_pem):
+        return False
+    try:
+        if subject_of(candidate.client_cert_pem) != subject_of(in_use.client_cert_pem):
+            return False
+        older = certificate_lifetime(candidate.client_cert_pem).not_after
+        return older < certificate_lifetime(in_use.client_cert_pem).not_after
+    except (CertificateError, ValueError):
+        return False
+
+
 class KubeconfigReloader:
     """Switches the control-plane transport to the credential in --karmada-kubeconfig when
     that file changes (a local file check; the control plane is not polled)."""
@@ -108,6 +124,16 @@ class KubeconfigReloader:
             return False
         if await _credential(config) == await _credential(self.transport.config):
             return False  # e.g. the Secret this agent itself just wrote after a rotation
+        if _older_certificate(config, self.transport.config):
+            # The Secret recreated from an old copy while certRotation's newer certificate is
+            # not saved yet: switching back could mean an expired one; certRotation writes
+            # the one in use into the Secret at its next check.
+            log.warning(
+                "the control-plane kubeconfig changed to an older certificate of the identity "
+                "in use; keeping the newer one",
+                path=str(self.path),
+            )
+            return False
         await self.transport.reload(config, drain_timeout=RELOAD_DRAIN_SECONDS)
         self.reloads += 1
         log.info("switched to the control-plane credential from the updated kubeconfig",

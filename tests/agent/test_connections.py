@@ -6,6 +6,7 @@ import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -72,6 +73,44 @@ async def test_switches_only_when_the_credential_changes(tmp_path: Path) -> None
             assert await _whoami(client) == "system:karmada:agent:rotated"
         finally:
             await client.close()
+
+
+async def test_an_older_certificate_of_the_same_identity_is_not_switched_to(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kubeconfig Secret recreated from an old copy while certRotation's newer certificate
+    is not saved yet: the agent keeps the newer one (the old one may have expired)."""
+    caplog.set_level(logging.INFO)
+    async with run_emulator(profile="karmada", name="karmada") as cp:
+        now = datetime.now(UTC)
+
+        def kubeconfig_with(issued: datetime, lifetime: timedelta) -> dict[str, Any]:
+            cert, key = cp.ca.issue(
+                AGENT_USER,
+                ("system:karmada:agents",),
+                usage="client",
+                lifetime=lifetime,
+                now=issued,
+            )
+            return build_kubeconfig(cp.url, cp.ca_pem, client_cert_pem=cert, client_key_pem=key)
+
+        path = tmp_path / "karmada-kubeconfig"
+        write_kubeconfig(path, kubeconfig_with(now, timedelta(hours=1)))
+        options = Options(cluster_name="member1", karmada_kubeconfig=str(path))
+        transport = Transport(await load_karmada_config(options))
+        reloader = KubeconfigReloader(options, transport)
+        try:
+            in_use = transport.config
+            write_kubeconfig(path, kubeconfig_with(now - timedelta(minutes=30), timedelta(hours=1)))
+            assert not await reloader.check_once()
+            assert transport.config is in_use
+            assert "changed to an older certificate of the identity in use" in caplog.text
+
+            write_kubeconfig(path, kubeconfig_with(now, timedelta(hours=2)))
+            assert await reloader.check_once()
+            assert transport.config.client_cert_pem != in_use.client_cert_pem
+        finally:
+            await transport.close()
 
 
 @pytest.mark.parametrize(
