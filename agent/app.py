@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry
 from agent.connections import (
     USER_AGENT,
     KubeconfigReloader,
+    RefusedCertificates,
     load_karmada_config,
     load_member_config,
 )
@@ -171,6 +172,9 @@ class Agent:
                 metrics=self.metrics.client,
                 reachability=Reachability("member cluster API server"),
             )
+        )
+        self.karmada.transport.on_unauthorized(
+            RefusedCertificates(self.metrics, self.options.cluster_name)
         )
         self.log.info("clients ready", karmada=karmada_config.host, member=member_config.host)
         if self.options.karmada_kubeconfig:

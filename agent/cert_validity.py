@@ -55,6 +55,22 @@ class Lifetime:
         return self.remaining(now).total_seconds() / total
 
 
+def validity_problem(lifetime: Lifetime, now: datetime, clock: str) -> tuple[str, str] | None:
+    """("expired" or "not yet valid", a sentence saying when) when `now` (as `clock` tells
+    it) is outside the validity period; None inside."""
+    not_after = lifetime.not_after.isoformat()
+    if now > lifetime.not_after:
+        ago = round((now - lifetime.not_after).total_seconds())
+        return "expired", f"it expired at {not_after} ({ago}s ago by {clock})"
+    if now < lifetime.not_before:
+        ahead = round((lifetime.not_before - now).total_seconds())
+        return "not yet valid", (
+            f"it is not valid before {lifetime.not_before.isoformat()} ({ahead}s from now by "
+            f"{clock}; valid until {not_after})"
+        )
+    return None
+
+
 def certificate_lifetime(cert_pem: bytes) -> Lifetime:
     """Over every certificate in the PEM: the latest notBefore and the earliest notAfter."""
     lifetimes = [validity(der) for der in pem_certificates(cert_pem)]

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
+from agent.cert_validity import CertificateError, certificate_lifetime, validity_problem
+from agent.certificates import serial_number, subject_of
 from agent.kube.config import ClientConfig, ConfigError, load_client_config, load_kubeconfig
 from agent.kube.transport import Transport
 from agent.logs import get_logger
+from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.periodic import Periodic
 from agent.version import VERSION
@@ -67,6 +73,22 @@ async def _credential(config: ClientConfig) -> tuple[object, ...]:
     return (config.host, config.ca_pem, config.client_cert_pem, config.client_key_pem, token)
 
 
+def _older_certificate(candidate: ClientConfig, in_use: ClientConfig) -> bool:
+    """`candidate` holds a client certificate of the same identity, for the same server, as
+    the one in use, but one that expires earlier."""
+    if candidate.client_cert_pem is None or in_use.client_cert_pem is None:
+        return False
+    if (candidate.host, candidate.ca_pem) != (in_use.host, in_use.ca_pem):
+        return False
+    try:
+        if subject_of(candidate.client_cert_pem) != subject_of(in_use.client_cert_pem):
+            return False
+        older = certificate_lifetime(candidate.client_cert_pem).not_after
+        return older < certificate_lifetime(in_use.client_cert_pem).not_after
+    except (CertificateError, ValueError):
+        return False
+
+
 class KubeconfigReloader:
     """Switches the control-plane transport to the credential in --karmada-kubeconfig when
     that file changes (a local file check; the control plane is not polled)."""
@@ -102,6 +124,16 @@ class KubeconfigReloader:
             return False
         if await _credential(config) == await _credential(self.transport.config):
             return False  # e.g. the Secret this agent itself just wrote after a rotation
+        if _older_certificate(config, self.transport.config):
+            # The Secret recreated from an old copy while certRotation's newer certificate is
+            # not saved yet: switching back could mean an expired one; certRotation writes
+            # the one in use into the Secret at its next check.
+            log.warning(
+                "the control-plane kubeconfig changed to an older certificate of the identity "
+                "in use; keeping the newer one",
+                path=str(self.path),
+            )
+            return False
         await self.transport.reload(config, drain_timeout=RELOAD_DRAIN_SECONDS)
         self.reloads += 1
         log.info("switched to the control-plane credential from the updated kubeconfig",
@@ -116,3 +148,59 @@ class KubeconfigReloader:
 
     async def stop(self) -> None:
         await self._periodic.stop()
+
+
+class RefusedCertificates:
+    """A Transport's 401 listener (Transport.on_unauthorized) for the control plane: at the first
+    401 for a client certificate, one error line naming the certificate and why it was refused,
+    with its notAfter (expired or not yet valid by the control plane's clock, from the Date of
+    its answers, else the agent's), and the certificate expiry metric set."""
+
+    def __init__(
+        self,
+        metrics: AgentMetrics,
+        cluster_name: str,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.metrics = metrics
+        self.cluster_name = cluster_name
+        self._wall_clock = wall_clock
+        self._told: set[int] = set()
+
+    def __call__(self, config: ClientConfig, server_now: float | None) -> None:
+        cert_pem = config.client_cert_pem
+        if cert_pem is None:
+            return
+        try:
+            serial = serial_number(cert_pem)
+            lifetime = certificate_lifetime(cert_pem)
+            subject = subject_of(cert_pem)
+        except (CertificateError, ValueError):
+            return
+        if serial in self._told:
+            return
+        self._told.add(serial)
+        # (The families exist from here on: an agent with a token has none.)
+        self.metrics.certificates.observe(self.cluster_name, lifetime.not_after.timestamp())
+        if server_now is not None:
+            now, clock = server_now, "the control plane's clock"
+        else:
+            now, clock = self._wall_clock(), "the agent's clock"
+        problem = validity_problem(lifetime, datetime.fromtimestamp(now, UTC), clock)
+        named = f"the client certificate for {subject.common_name} (serial {serial:x})"
+        if problem is None:
+            why = (
+                f"it is within its validity period (until {lifetime.not_after.isoformat()}), so "
+                "the control plane does not trust its signer or this identity"
+            )
+        else:
+            why = (
+                f"{problem[1]}. certRotation cannot renew a certificate the control plane "
+                "refuses: register the cluster again, or put a valid certificate into the "
+                "agent's kubeconfig"
+            )
+        log.error(
+            f"the Karmada control plane refused {named} (401 Unauthorized): {why}",
+            not_after=lifetime.not_after.isoformat(),
+        )

@@ -224,8 +224,9 @@ class AgentMetrics:
 
     @functools.cached_property
     def certificates(self) -> CertificateMetrics:
-        """certRotation's metrics, declared when it starts on a client certificate (an idle
-        certRotation has nothing to report, and a family is never declared without samples)."""
+        """certRotation's metrics, declared when it starts on a client certificate or at the
+        first 401 for one (an agent with a token has nothing to report, and a family is never
+        declared without samples)."""
         return CertificateMetrics(self.registry)
 
     def observe_cluster_status(self, cluster: str, status: dict[str, Any]) -> None:

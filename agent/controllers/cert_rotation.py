@@ -17,8 +17,10 @@ fraction of its lifetime, (notAfter - now) / (notAfter - notBefore), is at or un
    (agent.controllers.kubeconfig_secret: flags, else the agent's own Pod's volume, as Karmada's
    Helm chart lays it out, else `<--karmada-kubeconfig-namespace>/karmada-kubeconfig` as
    `karmadactl register` does; the current context's user), so that a restarted agent starts
-   with it. Without that Secret (the agent was started from a plain file) the new certificate
-   lives only in memory.
+   with it. Until it is written (the Secret deleted, the agent's RBAC on it taken away, or the
+   agent started from a plain file) it lives only in memory: it is written again at every check
+   until it is saved, with a warning and a RotatedCertificateUnsaved Warning Event on the Cluster
+   each time it could not be.
 
 Upstream's controller is off by default and only updates the Secret; the running Go agent keeps
 its old certificate until restarted. This one is on by default and does nothing (one log line)
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import logging
 import re
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
@@ -40,6 +43,7 @@ from typing import Any
 
 import yaml
 
+from agent.cert_validity import validity_problem
 from agent.certificates import (
     CertificateError,
     CertificateRequestError,
@@ -61,6 +65,7 @@ from agent.kube.errors import ConflictError, KubeError, NotFoundError
 from agent.kube.resources import SECRETS
 from agent.logs import get_logger
 from agent.periodic import AsController, Periodic
+from agent.resources import CLUSTERS
 
 log = get_logger(__name__)
 
@@ -277,6 +282,7 @@ class CertRotation:
         lifetime = self._lifetime(config)
         self._record_expiry(lifetime)
         now = self._now()
+        await self._check_validity(config, lifetime, now)
         fraction = lifetime.remaining_fraction(now)
         if not should_rotate(lifetime, self.threshold, now):
             log.debug("certRotation: %.1f%% of the certificate's lifetime left", fraction * 100)
@@ -295,6 +301,29 @@ class CertRotation:
             raise
         counter.labels(self.ctx.cluster_name, "success").inc()
         return True
+
+    async def _check_validity(
+        self, config: ClientConfig, lifetime: Lifetime, now: datetime
+    ) -> None:
+        """Say so (a warning, and a Warning Event on the Cluster, which lands while the control
+        plane still takes the agent's requests) when the certificate in use is expired or not
+        yet valid by the agent's clock."""
+        problem = validity_problem(lifetime, now, "the agent's clock")
+        if problem is None or config.client_cert_pem is None:
+            return
+        state, when = problem
+        message = (
+            f"the client certificate for {subject_of(config.client_cert_pem).common_name} "
+            f"(serial {serial_number(config.client_cert_pem):x}) that the agent uses for the "
+            f"control plane is {state}: {when}"
+        )
+        log.warning("certRotation: %s", message)
+        reason = (
+            names.EVENT_CLIENT_CERTIFICATE_EXPIRED
+            if state == "expired"
+            else names.EVENT_CLIENT_CERTIFICATE_NOT_YET_VALID
+        )
+        await self._warn_on_cluster(reason, message)
 
     async def _rotate(self, config: ClientConfig, old: Lifetime) -> None:
         assert config.client_cert_pem is not None
@@ -375,40 +404,71 @@ class CertRotation:
 
     async def _persist(self, cert_pem: bytes, key_pem: bytes) -> bool:
         """Write the certificate into the member Secret (PUT, retried on conflicts). True when
-        written; a failure is remembered and retried on the next check."""
+        written; otherwise the credential stays unsaved and is written again at every check
+        until it is (the Secret recreated, the agent's RBAC restored), with a Warning Event on
+        the Cluster each time it could not be."""
         where: SecretLocation | str = "the kubeconfig Secret"
-        self._unsaved = None
         for _ in range(SECRET_UPDATE_ATTEMPTS):
             try:
                 where, secret = await self._get_secret()
                 if secret is None:
-                    log.warning(
-                        "certRotation: no Secret %s on the member cluster (the agent was started "
-                        "from a kubeconfig file); the new certificate lives only in memory and "
-                        "will be lost at restart",
-                        where,
+                    await self._still_unsaved(
+                        cert_pem,
+                        key_pem,
+                        f"no Secret {where} on the member cluster (deleted, or the agent was "
+                        "started from a kubeconfig file)",
                     )
                     return False
                 updated = self._updated_secret(secret, where, cert_pem, key_pem)
                 if updated is None:
+                    self._unsaved = None
                     return False
                 await self.ctx.member.replace(SECRETS, updated, namespace=where.namespace)
             except ConflictError:
                 continue
             except (KubeError, KubeconfigError, ValueError) as exc:
-                log.warning(
-                    "certRotation: cannot update Secret %s with the new certificate: %s; "
-                    "retrying at the next check",
-                    where,
-                    exc,
+                await self._still_unsaved(
+                    cert_pem, key_pem, f"cannot update Secret {where} with it: {exc}"
                 )
-                self._unsaved = (cert_pem, key_pem)
                 return False
-            log.info("certRotation: Secret %s holds the new certificate", where)
+            was_unsaved, self._unsaved = self._unsaved is not None, None
+            log.info(
+                "certRotation: Secret %s holds the new certificate%s",
+                where,
+                " (written after it was missing or could not be written)" if was_unsaved else "",
+            )
             return True
-        log.warning("certRotation: Secret %s kept changing; retrying at the next check", where)
-        self._unsaved = (cert_pem, key_pem)
+        await self._still_unsaved(cert_pem, key_pem, f"Secret {where} kept changing")
         return False
+
+    async def _still_unsaved(self, cert_pem: bytes, key_pem: bytes, why: str) -> None:
+        """The rotated credential is not in the Secret: remember it for the next check, say so
+        (a warning the first time for this certificate, then at debug level) and record a
+        Warning Event on the Cluster while it lasts."""
+        first = self._unsaved != (cert_pem, key_pem)
+        self._unsaved = (cert_pem, key_pem)
+        not_after = certificate_lifetime(cert_pem).not_after.isoformat()
+        message = (
+            f"the rotated client certificate (valid until {not_after}) is not saved: {why}; "
+            f"it lives only in memory and will be lost at restart, so a restart after the old "
+            f"certificate expires is refused. Writing it again every {self.interval:g}s"
+        )
+        log.log(logging.WARNING if first else logging.DEBUG, "certRotation: %s", message)
+        await self._warn_on_cluster(names.EVENT_ROTATED_CERTIFICATE_UNSAVED, message)
+
+    async def _warn_on_cluster(self, reason: str, message: str) -> None:
+        """A Warning Event on this cluster's Cluster object (it lands only while the control
+        plane takes the agent's requests)."""
+        try:
+            cluster = await self.ctx.karmada.get(CLUSTERS, self.ctx.cluster_name)
+        except KubeError as exc:
+            log.debug("certRotation: cannot read the Cluster to record %s: %s", reason, exc)
+            cluster = {
+                "apiVersion": names.CLUSTER_API_VERSION,
+                "kind": "Cluster",
+                "metadata": {"name": self.ctx.cluster_name},
+            }
+        self.ctx.events.emit(cluster, "Warning", reason, message)
 
     def _updated_secret(
         self, secret: JsonDict, where: SecretLocation, cert_pem: bytes, key_pem: bytes

@@ -115,6 +115,11 @@ EVENT_WORK_ORPHANED = "WorkOrphaned"
 EVENT_WORK_DELETION_HELD = "WorkDeletionHeld"
 EVENT_REAPPLY_THROTTLED = "ReapplyThrottled"
 EVENT_STATUS_TOO_LARGE = "StatusTooLarge"
+# Ours, on the Cluster: a rotated client certificate not yet written into the kubeconfig Secret;
+# the client certificate in use outside its validity period.
+EVENT_ROTATED_CERTIFICATE_UNSAVED = "RotatedCertificateUnsaved"
+EVENT_CLIENT_CERTIFICATE_EXPIRED = "ClientCertificateExpired"
+EVENT_CLIENT_CERTIFICATE_NOT_YET_VALID = "ClientCertificateNotYetValid"
 
 # Which upstream controller records each Event (its source and reporting component): the
 # execution controller applies, the workStatus controller reflects status and health.
@@ -132,6 +137,9 @@ EVENT_SOURCES = {
     EVENT_REFLECT_STATUS_FAILED: CONTROLLER_COMPONENTS["workStatus"],
     EVENT_INTERPRET_HEALTH_SUCCEED: CONTROLLER_COMPONENTS["workStatus"],
     EVENT_INTERPRET_HEALTH_FAILED: CONTROLLER_COMPONENTS["workStatus"],
+    EVENT_ROTATED_CERTIFICATE_UNSAVED: CONTROLLER_COMPONENTS["certRotation"],
+    EVENT_CLIENT_CERTIFICATE_EXPIRED: CONTROLLER_COMPONENTS["certRotation"],
+    EVENT_CLIENT_CERTIFICATE_NOT_YET_VALID: CONTROLLER_COMPONENTS["certRotation"],
 }
 
 # Health values in Work.status.manifestStatuses[].health

@@ -74,7 +74,10 @@ def _from_aggregated(document: JsonDict, result: DiscoveryResult) -> None:
             version = str(version_entry.get("version") or "")
             group_version = f"{group}/{version}" if group else version
             if version_entry.get("freshness") == "Stale":
+                # As client-go: the API server could not read it (its APIService unavailable);
+                # what it lists, if anything, is not served now, so none of it is used.
                 result.failed[group_version] = "stale discovery document"
+                continue
             infos: list[ResourceInfo] = []
             for res in version_entry.get("resources") or []:
                 kind_info = res.get("responseKind") or {}
@@ -183,7 +186,8 @@ async def discover(client: KubeClient, cache: DiscoveryCache | None = None) -> D
 def api_enablements(result: DiscoveryResult) -> list[JsonDict]:
     """Karmada's Cluster status.apiEnablements: one entry per group version with resources
     {name, kind} sorted by name (subresources left out), entries sorted by group version.
-    Group versions whose discovery failed are left out unless something was read for them."""
+    Group versions whose discovery failed (an unavailable APIService: 503, or Stale in the
+    aggregated document) are left out, as upstream's ServerGroupsAndResources leaves them."""
     entries: list[JsonDict] = []
     for group_version, infos in result.resources.items():
         resources = sorted(
@@ -262,7 +266,10 @@ class RESTMapper:
 
     async def resource_for(self, api_version: str, kind: str) -> ResourceInfo:
         group, version = _split(api_version)
-        return await self._lookup("kind", (group, version, kind), f"kind {kind} in {api_version}")
+        # client-go's NoKindMatchError wording.
+        return await self._lookup(
+            "kind", (group, version, kind), f'kind "{kind}" in version "{api_version}"'
+        )
 
     async def info_for(self, gvr: GVR) -> ResourceInfo:
         return await self._lookup(

@@ -273,6 +273,10 @@ TransportFactory = Callable[[ClientConfig], Any]
 """Builds an httpx transport for a config. Tests and the emulator pass their own, and then every
 request goes through httpx."""
 
+# Told about every 401 answer (after any token refresh): the config whose credentials were
+# refused, and the server's time (seconds since the epoch) when its answers tell it.
+UnauthorizedListener = Callable[[ClientConfig, float | None], None]
+
 
 def default_transport_factory(config: ClientConfig) -> httpx.AsyncBaseTransport:
     """httpx's transport for what agent.kube.http2 does not carry: plain http, a SOCKS or https
@@ -535,6 +539,7 @@ class _Connections:
         self.host = urlsplit(config.host).netloc
         # The server's clock, from the Date headers of its answers.
         self.server_clock = ServerClock()
+        self.unauthorized_listeners: list[UnauthorizedListener] = []
 
     def _make_slot(self, config: ClientConfig) -> _Slot:
         return _Slot(_engine(config, self.factory))
@@ -670,6 +675,15 @@ class Transport:
     async def _release(self, slot: _Slot) -> None:
         await self._connections.release(slot)
 
+    def on_unauthorized(self, listener: UnauthorizedListener) -> None:
+        """Call `listener` at every 401 answer, of this Transport and its background sibling
+        (e.g. to say why a client certificate was refused)."""
+        self._connections.unauthorized_listeners.append(listener)
+
+    def _refused(self) -> None:
+        for listener in self._connections.unauthorized_listeners:
+            listener(self._config, self.server_clock.now())
+
     # --- requests ------------------------------------------------------------------------------
 
     async def _throttle(self) -> None:
@@ -768,6 +782,8 @@ class Transport:
                 )
                 await self._clock.sleep(wait)
                 continue
+            if result.status == 401:
+                self._refused()
             if raise_for_status and not result.ok:
                 raise from_response(result.status, result.content, result.headers)
             return result
@@ -840,4 +856,6 @@ class Transport:
                 refreshed = True
                 await self._config.token_source.refresh()
                 continue
+            if answer.status == 401:
+                self._refused()
             raise from_response(answer.status, content, answer.headers)

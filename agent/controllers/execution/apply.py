@@ -98,6 +98,10 @@ class Outcome:
     # Objects something keeps undoing (contention.py), and when to look at them again.
     contests: list[Contest] = field(default_factory=list)
     requeue_after: float | None = None
+    # The Work went (or started going) while it was applied: the rest of it was not.
+    stopped: bool = False
+    # (group, kind) of the manifests whose kind the member does not serve.
+    missing_kinds: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def only_contested(self) -> bool:
@@ -156,6 +160,9 @@ class Applier:
         # Objects already as an apply would make them are left alone (in_place.py).
         as_recorded = self.ctx.sources.records.applied_as_recorded(work)
         for manifest in apply_order(grouped.unique):
+            if not self._still_wanted(work):
+                outcome.stopped = True
+                break
             started = time.monotonic()
             result = "error"
             written = True
@@ -202,10 +209,12 @@ class Applier:
                 outcome.errors.append((manifest.ordinal, str(exc)))
                 self.ownership.block(name, exc)
             except NoKindMatchError as exc:
-                # Retried with backoff: a CRD installed later makes the kind known.
+                # Retried with backoff, and at once when a CRD we manage starts serving the
+                # kind (waiting_kinds.py).
                 outcome.errors.append(
                     (manifest.ordinal, f"{manifest.label}: {exc} in the member cluster")
                 )
+                outcome.missing_kinds.add((manifest.group, manifest.kind))
                 outcome.retryable = True
             except ApiError as exc:
                 refused = exc.code in REFUSED_AS_WRITTEN
@@ -231,7 +240,9 @@ class Applier:
                 # (An object waiting for its backoff was not written: its Work says why.)
                 for failed in same:
                     self.template_events.failed(failed, outcome.errors[errors_before][1])
-        self.writes.remember(name, outcome.applied)
+        # A stopped apply reached only some objects: those of earlier applies are still ours.
+        kept = self.writes.objects_of(name) if outcome.stopped else set()
+        self.writes.remember(name, outcome.applied | kept)
         return outcome
 
     async def found_in_place(self, work: JsonDict) -> bool:
@@ -262,6 +273,18 @@ class Applier:
             ):
                 return False
         return True
+
+    def _still_wanted(self, work: JsonDict) -> bool:
+        """Whether the Works watch still has this Work, not being deleted: once it says the
+        Work is gone, replaced or being deleted, nothing more of it is applied."""
+        meta = work.get("metadata") or {}
+        current = self.ctx.sources.works.get(str(meta.get("name")))
+        if current is None:
+            return False
+        current_meta = current.get("metadata") or {}
+        return current_meta.get("uid") == meta.get("uid") and not current_meta.get(
+            "deletionTimestamp"
+        )
 
     async def _cluster_scoped(self, manifests: list[Manifest]) -> set[int]:
         """The ordinals of the manifests whose kind the member serves cluster-scoped, so that
@@ -297,7 +320,11 @@ class Applier:
         if contest is not None and self.contention.wait(contest) > 0:
             raise ContestedError(key, contest)
         for _ in range(UNDONE_ATTEMPTS):
-            applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
+            try:
+                applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
+            except NotFoundError as exc:
+                await self._still_served(manifest, exc)
+                raise
             self.ownership.taken_from(noted.previous_writer)
             if noted.undone is None:
                 if written:
@@ -389,6 +416,15 @@ class Applier:
         if not info.namespaced:
             desired["metadata"].pop("namespace", None)
         return desired
+
+    async def _still_served(self, manifest: Manifest, exc: NotFoundError) -> None:
+        """An apply answered 404 for no object in particular (not a missing namespace): the
+        resource itself may be gone, its CRD deleted where no watch of ours saw it. The
+        member's kinds are read again; NoKindMatchError when the kind is no longer served."""
+        if exc.details.get("name"):
+            return
+        self.ctx.member_mapper.invalidate()
+        await self.ctx.member_mapper.resource_for(manifest.api_version, manifest.kind)
 
     async def _live(self, gvr: GVR, namespace: str, name: str) -> JsonDict | None:
         """The member object: from the cache of Karmada's objects; None without a request when

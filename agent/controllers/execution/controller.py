@@ -8,7 +8,9 @@ never polled); a worker pool (--concurrent-work-syncs) reconciles them by name:
   cluster is not Ready; then every manifest is applied (apply.py), and the Applied condition says
   how that went, written together with the first manifestStatuses
   (agent.controllers.manifest_statuses). What was applied is recorded on the member for an agent
-  that starts while the control plane is unreachable (agent.offline).
+  that starts while the control plane is unreachable (agent.offline). A Work that goes while it
+  is applied is applied no further once the Works watch (or its status write's 404) says so:
+  what was written goes with its deletion, or is reported orphaned (deletion.py).
 
 Member events come back here: a change of one of our objects made by someone else sends its
 Work through reconcile (drift.py), and an object deleted or changing hands frees the Works that
@@ -38,8 +40,9 @@ from agent.karmada.work import (
 )
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
-from agent.kube.errors import KubeError
+from agent.kube.errors import KubeError, NotFoundError
 from agent.kube.reflector import HandlerFuncs
+from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from agent.sources.cluster import ClusterInformer
 from agent.sources.work_records import save_quietly
 
@@ -48,6 +51,7 @@ from .contention import EVENT_REAPPLY_THROTTLED, Contention, undo_cause
 from .deletion import Deletion
 from .drift import OwnWrites, object_key
 from .ownership import Ownership
+from .waiting_kinds import WaitingKinds
 
 JsonDict = dict[str, Any]
 
@@ -73,9 +77,13 @@ class ExecutionController(WorkController):
         self.contention = Contention(metrics=ctx.metrics)
         # Works applied whose status write failed: (uid, generation, outcome) by name.
         self._unreported: dict[str, tuple[object, object, Outcome]] = {}
+        # Works being applied, with the Work of a delete event seen meanwhile: what the apply
+        # wrote is reported orphaned once it has stopped, not before.
+        self._applying: dict[str, JsonDict | None] = {}
         self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
+        self.kinds = WaitingKinds(ctx.member_mapper, ctx.sources.member_objects, self.queue.add)
         sources = ctx.sources
         self.watches = (
             Watches()
@@ -155,9 +163,15 @@ class ExecutionController(WorkController):
 
     def _work_gone(self, work: JsonDict) -> None:
         self._work_added(work)
-        self.deletion.work_gone(work)
+        name = str((work.get("metadata") or {}).get("name"))
+        if name in self._applying:
+            self._applying[name] = work
+        else:
+            self.deletion.work_gone(work)
 
     def _member_event(self, event_type: str, gvr: GVR, obj: JsonDict) -> None:
+        if gvr == CUSTOM_RESOURCE_DEFINITIONS:
+            self.kinds.crd_changed(event_type, obj)
         key = object_key(gvr, obj)
         ref = work_of(obj)
         self.ownership.release(key, None if event_type == "DELETED" else ref)
@@ -204,7 +218,12 @@ class ExecutionController(WorkController):
             await self._waiting_for_cluster(work, conds if changed else None)
             return None
         outcome = await self._apply(work)
-        work, reported = await self._report(work, outcome, conds, changed)
+        if outcome is None:
+            return None
+        reported_work = await self._report(work, outcome, conds, changed)
+        if reported_work is None:
+            return None
+        work, reported = reported_work
         if not outcome.errors:
             if reported or outcome.wrote:
                 # (Objects all in place and the status as it was: nothing was synced.)
@@ -240,20 +259,40 @@ class ExecutionController(WorkController):
         if conds is not None:
             await self._write_status(work, {"conditions": conds})
 
-    async def _apply(self, work: JsonDict) -> Outcome:
+    async def _apply(self, work: JsonDict) -> Outcome | None:
+        """What applying the Work came to; None when it went while it was applied (then the
+        rest of it was not): being deleted with our finalizer, its deletion (queued by the
+        watch event) removes what was applied; gone, its finalizer removed by someone else,
+        what was applied is reported orphaned, here rather than by its delete event."""
         outcome = self._unreported_outcome(work)
         if outcome is not None:
             self.log.info("status write retried; the member is not written again")
             return outcome
-        return await self.applier.apply_all(work)
+        name = str((work.get("metadata") or {}).get("name"))
+        self._applying[name] = None
+        try:
+            outcome = await self.applier.apply_all(work)
+        finally:
+            gone = self._applying.pop(name, None)
+            if gone is not None:
+                self.log.info("Work is gone; the rest of its manifests not applied")
+                self.deletion.work_gone(gone)
+                self._forget(name)
+        if gone is not None:
+            return None
+        if outcome.stopped:
+            self.log.info("Work is being deleted; the rest of its manifests not applied")
+            return None
+        self.kinds.wait(name, outcome.missing_kinds)
+        return outcome
 
     async def _report(
         self, work: JsonDict, outcome: Outcome, conds: list[JsonDict], changed: bool
-    ) -> tuple[JsonDict, bool]:
+    ) -> tuple[JsonDict, bool] | None:
         """Applied in the Work's status, with the first manifestStatuses when all went well;
-        the Work as written, and whether the status was written. A failed write keeps the
-        outcome, so that its retry writes the status only. What was applied is recorded on
-        the member."""
+        the Work as written, and whether the status was written; None when the write found the
+        Work gone (404). A failed write keeps the outcome, so that its retry writes the status
+        only. What was applied is recorded on the member."""
         ok = not outcome.errors
         applied = conditions.new_condition(
             names.WORK_APPLIED,
@@ -270,6 +309,9 @@ class ExecutionController(WorkController):
         if written:
             try:
                 before, work = work, await self._write_status(work, status)
+            except NotFoundError:
+                self._gone_at_status_write(work)
+                return None
             except Exception:
                 meta = work.get("metadata") or {}
                 self._unreported[str(meta.get("name"))] = (
@@ -330,6 +372,17 @@ class ExecutionController(WorkController):
     async def _write_status(self, work: JsonDict, status: JsonDict) -> JsonDict:
         return await self.statuses.write(self.works, work, self.statuses.fitted(work, status))
 
+    def _gone_at_status_write(self, work: JsonDict) -> None:
+        """The Work's status write found it gone (404): reported orphaned now unless its delete
+        event already did; that event, when it comes, finds nothing left to report."""
+        meta = work.get("metadata") or {}
+        name = str(meta.get("name"))
+        current = self.works.get(name)
+        self.log.info("Work is gone (404 on its status write)")
+        if current is not None and (current.get("metadata") or {}).get("uid") == meta.get("uid"):
+            self.deletion.work_gone(work)
+        self._forget(name)
+
     def _unreported_outcome(self, work: JsonDict) -> Outcome | None:
         """The outcome of an apply whose status write failed, while nothing has changed since:
         neither the Work (same uid and generation) nor its member objects (drift drops it)."""
@@ -361,6 +414,7 @@ class ExecutionController(WorkController):
     def _forget(self, work_name: str) -> None:
         """The Work is gone or its deletion done: drop what this process kept about it."""
         self.contention.forget_work(work_name)
+        self.kinds.forget(work_name)
         self._unreported.pop(work_name, None)
         self.guard.release(work_name)
         self.ownership.unblock(work_name)

@@ -14,7 +14,8 @@ stays until the objects are gone, so the Work does not vanish while they remain.
 Deletions right after a long control-plane outage may be held (deletion_guard.py). A Work
 deleted without our cleanup (someone removed our finalizer) leaves its member objects in place:
 that is reported with a Warning Event and a log line, never passed over in silence, whether this
-process saw the Work go or finds its record at start.
+process saw the Work go (also while it was being applied: the controller reports what that apply
+wrote once it has stopped, controller.py) or finds its record at start.
 """
 
 from __future__ import annotations

@@ -476,10 +476,12 @@ async def running_pair(
     ready: bool = True,
     knobs: Knobs | None = None,
     member_user: str | None = None,
+    options: dict[str, Any] | None = None,
 ) -> AsyncIterator[Pair]:
     """Both emulators, the Cluster registered (Ready unless told otherwise), and the named
     controllers ("execution", "workStatus") running against them; on the member as its admin,
-    or as `member_user` (with only the permissions the test gives it)."""
+    or as `member_user` (with only the permissions the test gives it); `options` overrides
+    the agent's options."""
     async with AsyncExitStack() as stack:
         cp = await stack.enter_async_context(run_emulator("karmada"))
         member = await stack.enter_async_context(
@@ -503,11 +505,13 @@ async def running_pair(
             lambda: karmada.get(NAMESPACES, EXEC_NS), lambda _n: True, what="execution namespace"
         )
         metrics = StubMetrics()
-        options = Options(cluster_name=CLUSTER, concurrent_work_syncs=3)
-        sources = live_sources(karmada, member_client, options)
+        agent_options = Options(
+            **{"cluster_name": CLUSTER, "concurrent_work_syncs": 3, **(options or {})}
+        )
+        sources = live_sources(karmada, member_client, agent_options)
         events = EventEmitter(karmada, component="karmada-agent")
         ctx = AgentContext(
-            options=options,
+            options=agent_options,
             cluster_name=CLUSTER,
             karmada=karmada,
             member=member_client,

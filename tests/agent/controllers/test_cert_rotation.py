@@ -38,6 +38,7 @@ from agent.certificates import (
     serial_number,
     subject_of,
 )
+from agent.connections import load_karmada_config
 from agent.context import AgentContext
 from agent.controllers.cert_rotation import (
     DRAIN_MAX,
@@ -51,9 +52,11 @@ from agent.controllers.cert_rotation import (
     should_rotate,
 )
 from agent.controllers.kubeconfig_secret import find_kubeconfig_secret
+from agent.events import EventEmitter
+from agent.karmada.names import EVENT_SOURCES
 from agent.kube.client import KubeClient
 from agent.kube.config import ClientConfig, StaticToken, load_kubeconfig, load_kubeconfig_dict
-from agent.kube.errors import NotFoundError, UnauthorizedError
+from agent.kube.errors import ForbiddenError, NotFoundError, UnauthorizedError
 from agent.kube.resources import (
     CERTIFICATE_SIGNING_REQUESTS,
     CONFIGMAPS,
@@ -320,6 +323,63 @@ FLAGS = Layout(
 )
 
 
+@dataclass
+class AgentClock:
+    """The controller's idea of now: the wall clock `ahead` of real time."""
+
+    ahead: timedelta = timedelta(0)
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + self.ahead
+
+
+async def _grant_cluster_events(cp: Emulator) -> None:
+    """The agent's rules of deploy/control-plane this module needs: read its Cluster, write
+    Events."""
+    name = "agent-cluster-events"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [
+            {"apiGroups": ["cluster.karmada.io"], "resources": ["clusters"], "verbs": ["get"]},
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch", "update"]},
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": AGENT_USER}],
+    }
+    cluster = {
+        "apiVersion": "cluster.karmada.io/v1alpha1",
+        "kind": "Cluster",
+        "metadata": {"name": CLUSTER},
+        "spec": {"syncMode": "Pull"},
+    }
+    async with cp.client() as admin:
+        for path, body in (
+            ("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+            ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", binding),
+            ("/apis/cluster.karmada.io/v1alpha1/clusters", cluster),
+        ):
+            response = await admin.post(path, json=body)
+            assert response.status_code == 201, response.text
+
+
+async def _cluster_events(cp: Emulator, reason: str) -> list[dict[str, Any]]:
+    async with cp.client() as admin:
+        response = await admin.get("/api/v1/namespaces/default/events")
+        assert response.status_code == 200, response.text
+    return [
+        event
+        for event in response.json()["items"]
+        if event["reason"] == reason and event["involvedObject"]["kind"] == "Cluster"
+    ]
+
+
 @asynccontextmanager
 async def _rotation_env(
     tmp: Path,
@@ -327,6 +387,8 @@ async def _rotation_env(
     secret: bool,
     member_class: type[KubeClient] = KubeClient,
     layout: Layout = REGISTER,
+    lifetime: timedelta = timedelta(seconds=30),
+    clock: AgentClock | None = None,
 ) -> AsyncIterator[tuple[CertRotation, Emulator, KubeClient, bytes]]:
     knobs = Knobs(csr_max_duration=timedelta(seconds=30), csr_backdate=timedelta(0))
     async with (
@@ -341,7 +403,8 @@ async def _rotation_env(
             resource="certificatesigningrequests/selfclusteragent",
             role_name="self-csr",
         )
-        cert, key = cp.issue_client_cert(AGENT_USER, AGENT_GROUPS, lifetime=timedelta(seconds=30))
+        await _grant_cluster_events(cp)
+        cert, key = cp.issue_client_cert(AGENT_USER, AGENT_GROUPS, lifetime=lifetime)
         kubeconfig = build_kubeconfig(
             cp.url,
             cp.ca_pem,
@@ -371,6 +434,7 @@ async def _rotation_env(
                 "POD_NAMESPACE": layout.namespace,
             }
         options = Options(cluster_name="member1", **layout.options)
+        events = EventEmitter(karmada, component="karmada-agent", sources=EVENT_SOURCES)
         ctx = AgentContext(
             options=options,
             cluster_name="member1",
@@ -378,22 +442,25 @@ async def _rotation_env(
             member=member_client,
             karmada_mapper=cast(Any, None),
             member_mapper=cast(Any, None),
-            events=cast(Any, None),
+            events=events,
             metrics=AgentMetrics(CollectorRegistry()),
             sources=cast(Any, None),
         )
+        # By default 25 of the certificate's 30 seconds gone: under the default threshold (0.2).
+        clock = clock or AgentClock(lifetime * 5 / 6)
         try:
-            # 25 of the certificate's 30 seconds gone: under the default threshold (0.2).
             later = CertRotation(
                 ctx,
                 csr_timeout=10,
-                now=lambda: datetime.now(UTC) + timedelta(seconds=25),
+                now=clock.now,
                 find_secret=lambda: find_kubeconfig_secret(
                     member_client, options, environ=environ, namespace_file=tmp / "no-such-file"
                 ),
             )
             yield later, cp, member_client, cert
         finally:
+            await later.stop()
+            await events.stop()
             await karmada.close()
             await member_client.close()
 
@@ -435,6 +502,188 @@ async def test_rotation_without_the_secret_switches_in_memory_and_warns(
         assert csr["spec"]["username"] == AGENT_USER
         assert csr["spec"]["usages"] == ["digital signature", "key encipherment", "client auth"]
         assert csr["spec"]["expirationSeconds"] == 600
+
+
+@pytest.mark.timeout(60)
+async def test_rotation_while_the_secret_is_away_is_saved_once_it_is_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The kubeconfig Secret deleted and the rotation due: the new certificate is used at once,
+    a warning and a Warning Event on the Cluster say it is not saved. The Secret recreated as it
+    was: the new certificate is in it within one retry interval, and once the old certificate
+    has expired, a restart (the kubeconfig read from the Secret as the agent reads it) is let
+    in."""
+    caplog.set_level(logging.INFO, logger="agent.controllers.cert_rotation")
+    # Five of the first certificate's six seconds gone, as the controller sees it.
+    clock = AgentClock(timedelta(seconds=5))
+    async with _rotation_env(tmp_path, secret=True, lifetime=timedelta(seconds=6), clock=clock) as (
+        rotation,
+        cp,
+        member,
+        old_cert,
+    ):
+        original = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        await member.delete(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+
+        assert await rotation.check_once()
+        new_cert = rotation.ctx.karmada.transport.config.client_cert_pem
+        assert new_cert is not None
+        assert serial_number(new_cert) != serial_number(old_cert)
+        assert "is not saved: no Secret karmada-system/karmada-kubeconfig" in caplog.text
+        assert "will be lost at restart" in caplog.text
+        unsaved = await eventually(
+            lambda: _cluster_events(cp, "RotatedCertificateUnsaved"),
+            what="a RotatedCertificateUnsaved Event on the Cluster",
+        )
+        assert unsaved[0]["type"] == "Warning"
+        assert unsaved[0]["involvedObject"]["name"] == CLUSTER
+        assert unsaved[0]["involvedObject"]["uid"]
+
+        clock.ahead = timedelta(0)  # no further rotation is due
+        rotation.interval = 2.0
+        await rotation.start()
+        meta = original["metadata"]
+        await member.create(
+            SECRETS,
+            {
+                **original,
+                "metadata": {"name": meta["name"], "namespace": meta["namespace"]},
+            },
+            namespace="karmada-system",
+        )
+
+        async def saved() -> bool:
+            secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+            return _stored_cert(secret) == new_cert
+
+        await eventually(saved, timeout=rotation.interval + 1.0, what="the new certificate saved")
+        assert rotation.rotations == 1
+        assert "holds the new certificate (written after it was missing" in caplog.text
+
+        secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        saved_path = tmp_path / "from-secret.kubeconfig"
+        saved_path.write_bytes(base64.b64decode(secret["data"]["karmada-kubeconfig"]))
+        old_path = tmp_path / "old.kubeconfig"
+        old_path.write_bytes(base64.b64decode(original["data"]["karmada-kubeconfig"]))
+        restarted = KubeClient(
+            Transport(
+                await load_karmada_config(
+                    Options(cluster_name=CLUSTER, karmada_kubeconfig=str(saved_path))
+                )
+            )
+        )
+        before = KubeClient(
+            Transport(
+                await load_karmada_config(
+                    Options(cluster_name=CLUSTER, karmada_kubeconfig=str(old_path))
+                )
+            )
+        )
+        try:
+
+            async def old_refused() -> bool:
+                try:
+                    await before.get(CLUSTERS, CLUSTER)
+                except UnauthorizedError:
+                    return True
+                return False
+
+            await eventually(old_refused, timeout=15, what="the old certificate expired")
+            cluster = await restarted.get(CLUSTERS, CLUSTER)
+            assert cluster["metadata"]["name"] == CLUSTER
+        finally:
+            await restarted.close()
+            await before.close()
+
+
+class _ForbiddenUntilRestored(KubeClient):
+    """A member client whose Secret writes are refused (403) until `restored`: the agent's RBAC
+    on the Secret taken away, then given back."""
+
+    restored = False
+
+    async def replace(self, gvr: Any, body: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        if gvr == SECRETS and not self.restored:
+            raise ForbiddenError(
+                {
+                    "code": 403,
+                    "reason": "Forbidden",
+                    "message": 'secrets "karmada-kubeconfig" is forbidden',
+                }
+            )
+        return await super().replace(gvr, body, **kwargs)
+
+
+async def test_rotation_refused_by_rbac_is_saved_once_it_is_restored(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agent.controllers.cert_rotation")
+    clock = AgentClock(timedelta(seconds=25))
+    async with _rotation_env(
+        tmp_path, secret=True, member_class=_ForbiddenUntilRestored, clock=clock
+    ) as (rotation, cp, member, old_cert):
+        assert isinstance(member, _ForbiddenUntilRestored)
+        assert await rotation.check_once()
+        new_cert = rotation.ctx.karmada.transport.config.client_cert_pem
+        secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        assert _stored_cert(secret) == old_cert
+        assert "is forbidden" in caplog.text
+        await eventually(
+            lambda: _cluster_events(cp, "RotatedCertificateUnsaved"),
+            what="a RotatedCertificateUnsaved Event on the Cluster",
+        )
+
+        clock.ahead = timedelta(0)
+        assert not await rotation.check_once()  # still refused: kept for the next check
+        member.restored = True
+        assert not await rotation.check_once()  # no new rotation; the unsaved one written
+        secret = await member.get(SECRETS, "karmada-kubeconfig", namespace="karmada-system")
+        assert _stored_cert(secret) == new_cert
+        assert rotation.rotations == 1
+
+
+@pytest.mark.parametrize(
+    ("ahead", "reason", "said"),
+    [
+        (timedelta(seconds=90), "ClientCertificateExpired", "is expired: it expired at"),
+        (timedelta(seconds=-90), "ClientCertificateNotYetValid", "is not yet valid"),
+    ],
+    ids=["expired", "not-yet-valid"],
+)
+async def test_a_certificate_outside_its_validity_is_a_warning_event_on_the_cluster(
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    ahead: timedelta,
+    reason: str,
+    said: str,
+) -> None:
+    """The agent's clock puts the certificate in use outside its validity period while the
+    control plane still takes it (its clock differs): a warning and a Warning Event on the
+    Cluster naming the certificate and its notAfter, and the expiry metric."""
+    caplog.set_level(logging.INFO, logger="agent.controllers.cert_rotation")
+    async with _rotation_env(tmp_path, secret=True, clock=AgentClock(ahead)) as (
+        rotation,
+        cp,
+        _member,
+        cert,
+    ):
+        await rotation.check_once()
+        not_after = certificate_lifetime(cert).not_after
+        events = await eventually(
+            lambda: _cluster_events(cp, reason), what=f"a {reason} Event on the Cluster"
+        )
+        (event,) = events
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["name"] == CLUSTER
+        assert event["source"]["component"] == "cert-rotation-controller"
+        assert said in event["message"]
+        assert f"serial {serial_number(cert):x}" in event["message"]
+        assert not_after.isoformat() in event["message"]
+        assert said in caplog.text
+        expiry = rotation.ctx.metrics.registry.get_sample_value(
+            "karmada_agent_client_certificate_expiration_seconds", {"member_cluster": "member1"}
+        )
+        assert expiry is not None
 
 
 async def test_rotation_rewrites_the_secret_after_a_conflict(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.controllers.cluster_status import (
@@ -32,6 +33,7 @@ from agent.registration import register
 from agent.sources.cluster import ClusterInformer
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
 from tests.agent.controllers.harness import HeldEvents
+from tests.e2e.support import kubectl
 
 READY = observed_ready_condition(Health(True, True))
 UNREACHABLE = observed_ready_condition(Health(False, False))
@@ -150,6 +152,67 @@ async def registered_cluster(tmp_path: Path, **options: Any) -> AsyncIterator[An
         await register(karmada, member, agent_options)
         await wait_for(lambda: _has_finalizer(pair), timeout=10)
         yield pair, karmada, member, agent_options
+
+
+async def test_an_unavailable_apiservice_is_left_out_of_api_enablements(tmp_path: Path) -> None:
+    """The member's metrics-server uninstalled but its APIService v1beta1.metrics.k8s.io left
+    behind (Available=False, ServiceNotFound): kube-apiserver answers 503 for its discovery
+    (kubectl: ServiceUnavailable) and marks it Stale in the aggregated document, and the
+    Cluster's apiEnablements leave it out, with CompleteAPIEnablements False/Partial, as
+    upstream (ServerGroupsAndResources' ErrGroupDiscoveryFailed). Listed while it served."""
+    aggregated_accept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        controller = ClusterStatusController(
+            karmada=karmada,
+            member=member,
+            options=options,
+            metrics=AgentMetrics(CollectorRegistry()),
+        )
+
+        async def reported() -> tuple[list[str], dict[str, Any]]:
+            await controller.sync_once()
+            obj = await pair.cluster()
+            assert obj is not None
+            gvs = [e["groupVersion"] for e in obj["status"]["apiEnablements"]]
+            return gvs, condition(obj, "CompleteAPIEnablements")
+
+        try:
+            async with pair.member.client() as admin:
+
+                async def served() -> bool:
+                    answer = await admin.get("/apis/metrics.k8s.io/v1beta1")
+                    return answer.status_code == 200
+
+                await wait_for(served, timeout=10)
+                gvs, apis = await reported()
+                assert "metrics.k8s.io/v1beta1" in gvs
+                assert (apis["status"], apis["reason"]) == ("True", "Complete")
+
+                gone = await admin.delete("/api/v1/namespaces/kube-system/services/metrics-server")
+                assert gone.status_code == 200, gone.text
+
+                async def unavailable() -> bool:
+                    answer = await admin.get("/apis/metrics.k8s.io/v1beta1")
+                    return answer.status_code == 503
+
+                await wait_for(unavailable, timeout=10)
+                aggregated = await admin.get("/apis", headers={"Accept": aggregated_accept})
+                (metrics_group,) = [
+                    g
+                    for g in aggregated.json()["items"]
+                    if g["metadata"]["name"] == "metrics.k8s.io"
+                ]
+                assert [v["freshness"] for v in metrics_group["versions"]] == ["Stale"]
+            with pytest.raises(AssertionError, match="the server is currently unable to handle"):
+                await kubectl(
+                    pair.member_kubeconfig, "get", "--raw", "/apis/metrics.k8s.io/v1beta1"
+                )
+            gvs, apis = await reported()
+            assert "v1" in gvs
+            assert "metrics.k8s.io/v1beta1" not in gvs
+            assert (apis["status"], apis["reason"]) == ("False", "Partial")
+        finally:
+            await controller.stop()
 
 
 async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from agent.karmada import names
 from agent.karmada.conditions import new_condition
 from agent.karmada.work import applied_message, dispatching_condition
 from agent.kube.controller import Result, TerminalError
-from agent.kube.errors import ApiError
+from agent.kube.errors import ApiError, from_status
 from agent.options import Options
 from agent.sources.member_objects import MemberObjects
 from agent.sources.works import merge_patch
@@ -60,6 +60,7 @@ class FakeWorks(NotWatched):
         self.objects = {w["metadata"]["name"]: w for w in works}
         self.written: list[JsonDict] = []
         self.fail_writes = False
+        self.write_error = {"code": 500, "reason": "InternalError", "message": "write failed"}
 
     def get(self, name: str) -> JsonDict | None:
         return self.objects.get(name)
@@ -74,7 +75,7 @@ class FakeWorks(NotWatched):
         self, work: JsonDict, status: JsonDict, *, precondition: bool = False
     ) -> JsonDict:
         if self.fail_writes:
-            raise ApiError({"code": 500, "reason": "InternalError", "message": "write failed"})
+            raise from_status(self.write_error)
         self.written.append(copy.deepcopy(status))
         name = work["metadata"]["name"]
         updated = {**work, "status": merge_patch(work.get("status") or {}, status)}
@@ -266,6 +267,8 @@ class Row:
     outcome: Outcome = field(default_factory=applied)
     ready: bool = True
     write_fails: bool = False
+    # The status write answered 404: the Work is gone.
+    write_finds_gone: bool = False
     returns: Result | None = None
     raises: type[Exception] | None = None
     writes: list[dict[str, str]] = field(default_factory=list)
@@ -351,6 +354,21 @@ ROWS = [
         applies=1,
     ),
     Row(
+        "the Work is being deleted while it is applied: the apply stops, nothing written",
+        work=work(),
+        outcome=Outcome(total=1, stopped=True),
+        events=[DISPATCHING],
+        applies=1,
+    ),
+    Row(
+        "the status write finds the Work gone (404): nothing recorded or retried",
+        work=work(),
+        write_finds_gone=True,
+        events=[DISPATCHING],
+        applies=1,
+        check=lambda f: not f.controller._unreported or pytest.fail("kept for a retry"),
+    ),
+    Row(
         "the status write fails: the error raised, nothing recorded",
         work=work(),
         write_fails=True,
@@ -364,7 +382,9 @@ ROWS = [
 @pytest.mark.parametrize("row", ROWS, ids=[row.id for row in ROWS])
 async def test_reconcile(row: Row) -> None:
     f = fakes(row.work, ready=row.ready, outcome=row.outcome)
-    f.works.fail_writes = row.write_fails
+    f.works.fail_writes = row.write_fails or row.write_finds_gone
+    if row.write_finds_gone:
+        f.works.write_error = {"code": 404, "reason": "NotFound", "message": "gone"}
     if row.raises is not None:
         with pytest.raises(row.raises):
             await f.controller.reconcile(NAME)
