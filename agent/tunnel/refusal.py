@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from agent.tunnel import packets
-from agent.tunnel.relay import PacketTls, Send
+from agent.tunnel.relay import PacketTls, Submit
 from agent.tunnel.terminator import TlsClosed
 
 # A request head larger than this, or slower than REQUEST_TIMEOUT, is not waited for.
@@ -79,9 +79,9 @@ class Refusal(PacketTls):
     """One dialled connection answered by the agent itself (see the module docstring)."""
 
     def __init__(
-        self, connect_id: int, answer: Answer, *, server_context: ssl.SSLContext, send: Send
+        self, connect_id: int, answer: Answer, *, server_context: ssl.SSLContext, submit: Submit
     ) -> None:
-        super().__init__(connect_id, server_context=server_context, send=send)
+        super().__init__(connect_id, server_context=server_context, submit=submit)
         self._answer = answer
 
     async def run(self) -> None:

@@ -62,9 +62,14 @@ class Session:
         self.idle = asyncio.Event()
         self.idle.set()
 
-    async def send(self, packet: Packet) -> None:
-        await self.stream.send(packets.encode(packet))
+    def submit(self, packet: Packet) -> asyncio.Future[None]:
+        """Hand `packet` to the call; the future is done once it was written."""
+        written = self.stream.submit(packets.encode(packet))
         self._metrics.packet(SEGMENT_FROM_AGENT, packet.type)
+        return written
+
+    async def send(self, packet: Packet) -> None:
+        await self.submit(packet)
 
     async def drain(self) -> None:
         """Ask the proxy-server to route no new dials here (the agent is going away)."""
@@ -175,7 +180,7 @@ class Session:
             writer,
             member=self._member,
             server_context=self._server_context(),
-            send=self.send,
+            submit=self.submit,
         )
         try:
             await self._carry(relay, request.random)
@@ -192,7 +197,7 @@ class Session:
                 self._new_connect_id(),
                 answer,
                 server_context=self._http1_context(),
-                send=self.send,
+                submit=self.submit,
             )
             with contextlib.suppress(GrpcError):
                 await self._carry(refusal, request.random)
