@@ -6,8 +6,9 @@ session stop reading its stream, so HTTP/2 flow control slows the proxy-server a
 the control plane's client (the konnectivity agent blocks the same way). Towards the control
 plane, DATA packets are handed to the stream without waiting for each to be written, up to
 `WINDOW_BYTES` in flight (agent.tunnel.window): the member is read on while they go out, and
-what one connection holds stays bounded. If the control plane's side goes first, what of it has
-not been written is withdrawn. When
+what one connection holds stays bounded; all connections of one call together hold at most
+`CALL_WINDOW_BYTES`, so the stream cap's memory bound holds too. If the control plane's side
+goes first, what of it has not been written is withdrawn. When
 either side ends, the other is closed, the control plane gets our close_notify, and CLOSE_RSP
 tells the proxy-server the connection is gone (as the konnectivity agent does on both ends).
 """
@@ -32,6 +33,8 @@ QUEUE_PACKETS = 150
 PACKET_BYTES = 32 * 1024
 # DATA of one connection handed to the stream and not yet written (see the module docstring).
 WINDOW_BYTES = 256 * 1024
+# The same for all connections of one gRPC call together (500 streams at 256 KiB would be 125 MiB).
+CALL_WINDOW_BYTES = 8 * 1024 * 1024
 
 log = get_logger(__name__)
 
@@ -42,11 +45,20 @@ Submit = Callable[[Packet], asyncio.Future[None]]
 class PacketTls:
     """The control plane's TLS session for the route, over the DATA packets of one connection."""
 
-    def __init__(self, connect_id: int, *, server_context: ssl.SSLContext, submit: Submit) -> None:
+    def __init__(
+        self,
+        connect_id: int,
+        *,
+        server_context: ssl.SSLContext,
+        submit: Submit,
+        call_window: SendWindow,
+    ) -> None:
+        """`call_window` is shared by every connection of the call (see `CALL_WINDOW_BYTES`)."""
         self.connect_id = connect_id
         self._tls = TlsTerminator(server_context)
         self._submit = submit
         self._window = SendWindow(WINDOW_BYTES)
+        self._call_window = call_window
         self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_PACKETS)
         self.bytes_in = 0
         self.bytes_out = 0
@@ -69,6 +81,7 @@ class PacketTls:
         if not self._tls.has_outgoing:
             return
         await self._window.admit()
+        await self._call_window.admit()
         out = self._tls.outgoing()
         # In packets of equal size: no small remainder costing a packet of its own.
         count = -(-len(out) // PACKET_BYTES)
@@ -76,7 +89,9 @@ class PacketTls:
         for start in range(0, len(out), size):
             chunk = out[start : start + size]
             self.bytes_out += len(chunk)
-            self._window.track(self._submit(packets.data(self.connect_id, chunk)), len(chunk))
+            written = self._submit(packets.data(self.connect_id, chunk))
+            self._window.track(written, len(chunk))
+            self._call_window.track(written, len(chunk))
 
     async def _handshake(self) -> bool:
         while not self._tls.handshake():
@@ -100,8 +115,11 @@ class Relay(PacketTls):
         member: MemberEndpoint,
         server_context: ssl.SSLContext,
         submit: Submit,
+        call_window: SendWindow,
     ) -> None:
-        super().__init__(connect_id, server_context=server_context, submit=submit)
+        super().__init__(
+            connect_id, server_context=server_context, submit=submit, call_window=call_window
+        )
         self._reader = reader
         self._writer = writer
         self._member = member

@@ -26,8 +26,9 @@ from agent.tunnel.member import MemberDialError, MemberEndpoint
 from agent.tunnel.metrics import SEGMENT_FROM_AGENT, SEGMENT_TO_AGENT, TunnelMetrics
 from agent.tunnel.packets import Packet, PacketError, PacketType
 from agent.tunnel.refusal import Answer, Refusal, member_unreachable, stream_cap_reached
-from agent.tunnel.relay import PacketTls, Relay
+from agent.tunnel.relay import CALL_WINDOW_BYTES, PacketTls, Relay
 from agent.tunnel.route import DialPolicy
+from agent.tunnel.window import SendWindow
 
 log = get_logger(__name__)
 
@@ -59,6 +60,8 @@ class Session:
         self.relays: dict[int, PacketTls] = {}
         self._dials: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # DATA handed to the call by every connection, not yet written (agent.tunnel.relay).
+        self._in_flight = SendWindow(CALL_WINDOW_BYTES)
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -181,6 +184,7 @@ class Session:
             member=self._member,
             server_context=self._server_context(),
             submit=self.submit,
+            call_window=self._in_flight,
         )
         try:
             await self._carry(relay, request.random)
@@ -198,6 +202,7 @@ class Session:
                 answer,
                 server_context=self._http1_context(),
                 submit=self.submit,
+                call_window=self._in_flight,
             )
             with contextlib.suppress(GrpcError):
                 await self._carry(refusal, request.random)

@@ -6,8 +6,9 @@ the previous packet, so the member, the relay and the call took turns instead of
 once (the konnectivity agent queues up to 150 packets per connection). A window in bytes lets
 the relay read on while earlier packets go out, and keeps each connection's share of the
 agent's memory bounded: the relay hands more only while fewer than `limit` bytes are in flight,
-so at most `limit` plus one hand-over are. A write that failed (the call ended) is reported by
-the next `admit`.
+so at most `limit` plus one hand-over are. One window may also be shared by several connections
+(every connection of one call). A write that failed (the call ended) is reported by the next
+`admit`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ class SendWindow:
         self.limit = limit
         self.in_flight = 0
         self._sizes: dict[asyncio.Future[None], int] = {}
-        self._opened: asyncio.Future[None] | None = None
+        self._waiting: list[asyncio.Future[None]] = []
         self._error: BaseException | None = None
 
     @property
@@ -34,8 +35,13 @@ class SendWindow:
                 raise self._error
             if self.has_room:
                 return
-            self._opened = asyncio.get_running_loop().create_future()
-            await self._opened
+            opened = asyncio.get_running_loop().create_future()
+            self._waiting.append(opened)
+            try:
+                await opened
+            finally:
+                if opened in self._waiting:  # cancelled while it waited
+                    self._waiting.remove(opened)
 
     def track(self, written: asyncio.Future[None], size: int) -> None:
         """`size` bytes in flight until `written` is done (or cancelled: withdrawn)."""
@@ -52,6 +58,7 @@ class SendWindow:
         self.in_flight -= self._sizes.pop(written, 0)
         if not written.cancelled() and (error := written.exception()) is not None:
             self._error = self._error or error
-        opened, self._opened = self._opened, None
-        if opened is not None and not opened.done():
-            opened.set_result(None)
+        waiting, self._waiting = self._waiting, []
+        for opened in waiting:  # each looks again: one write may make room for several
+            if not opened.done():
+                opened.set_result(None)

@@ -18,9 +18,10 @@ from agent.kube.transport import Transport
 from agent.tunnel import packets
 from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.packets import Packet, PacketType
-from agent.tunnel.relay import Relay
+from agent.tunnel.relay import CALL_WINDOW_BYTES, Relay
 from agent.tunnel.route import DialPolicy, route_for
 from agent.tunnel.route_ca import RouteCA, issue_serving
+from agent.tunnel.window import SendWindow
 from emulator.emulator import Emulator
 from tests import polling
 
@@ -55,6 +56,7 @@ async def test_a_request_in_the_same_packet_as_the_clients_finished_is_served(
         member=member,
         server_context=route_ca.server_context(),
         submit=_collect(sent),
+        call_window=SendWindow(CALL_WINDOW_BYTES),
     )
     running = asyncio.create_task(relay.run())
     client = Client(route_ca.ca_pem, route.host)

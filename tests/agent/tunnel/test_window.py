@@ -46,6 +46,20 @@ async def test_a_write_still_in_flight_keeps_the_window_closed() -> None:
     await asyncio.wait_for(waiting, 1)
 
 
+async def test_a_window_shared_by_connections_wakes_every_waiter() -> None:
+    window = SendWindow(100)
+    written = _future()
+    window.track(written, 150)
+    first = asyncio.create_task(window.admit())
+    second = asyncio.create_task(window.admit())
+    gone = asyncio.create_task(window.admit())
+    await _ran_callbacks()  # all three wait
+    gone.cancel()  # one of them goes away: the others still wake
+    written.set_result(None)
+    await asyncio.wait_for(asyncio.gather(first, second), 1)
+    assert gone.cancelled()
+
+
 async def test_withdraw_cancels_what_is_in_flight_and_opens_the_window() -> None:
     window = SendWindow(10)
     written = [_future() for _ in range(3)]
