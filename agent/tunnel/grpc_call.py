@@ -72,6 +72,8 @@ class GrpcCall:
         self._error: GrpcError | None = None
         # Messages waiting for the writer, each with the future its sender waits on.
         self._outbox: deque[_Queued] = deque()
+        # The batch being written: failed with the rest if the call ends meanwhile.
+        self._writing: list[_Queued] = []
         self._queued = asyncio.Event()
         self._send_error: GrpcError | None = None
         self._writer = asyncio.create_task(self._write_messages(), name="grpc-writer")
@@ -206,7 +208,7 @@ class GrpcCall:
             while not self._outbox:
                 self._queued.clear()
                 await self._queued.wait()
-            batch = self._next_batch()
+            self._writing = batch = self._next_batch()
             if not batch:
                 continue
             framed: list[bytes] = []
@@ -215,17 +217,19 @@ class GrpcCall:
             try:
                 await self._answer.send(b"".join(framed))
             except Exception as exc:  # ConnectionFailedError; anything else ends the call too
-                self._fail_sends(GrpcError(f"the call is closed: {exc}"), batch)
+                self._fail_sends(GrpcError(f"the call is closed: {exc}"))
                 return
+            self._writing = []
             for _, done in batch:
                 if not done.done():
                     done.set_result(None)
 
-    def _fail_sends(self, error: GrpcError, batch: Sequence[_Queued] = ()) -> None:
+    def _fail_sends(self, error: GrpcError) -> None:
         self._send_error = self._send_error or error
-        for _, done in [*batch, *self._outbox]:
+        for _, done in [*self._writing, *self._outbox]:
             if not done.done():
                 done.set_exception(self._send_error)
+        self._writing = []
         self._outbox.clear()
 
     async def close(self) -> None:

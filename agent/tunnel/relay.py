@@ -83,6 +83,8 @@ class PacketTls:
         await self._window.admit()
         await self._call_window.admit()
         out = self._tls.outgoing()
+        if not out:
+            return  # the other direction's flush took it while this one waited
         # In packets of equal size: no small remainder costing a packet of its own.
         count = -(-len(out) // PACKET_BYTES)
         size = -(-len(out) // count)
