@@ -14,8 +14,9 @@ and for the socket.
 Every connection relayed through the tunnel shares this one stream, and a message goes out in
 window-sized DATA frames: a message cut off part way would leave the server reading the next
 message's bytes as the rest of it (a hung stream, or garbage taken for a length). So one writer
-task writes the messages, whole, in the order they were sent; a sender cancelled while it waits
-only withdraws its message if the writer has not started on it.
+task writes the messages, whole, in the order they were submitted; what has queued up meanwhile
+goes out together (up to `BATCH_BYTES`), in one write to the connection. A message whose sender
+cancels it is withdrawn if the writer has not started on it (or on the batch it joined).
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ from agent.kube.http2 import (
 MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 # Receive window of the stream and the connection: what may be in flight towards the agent.
 RECEIVE_WINDOW = 1024 * 1024
+# What the writer takes from the queue for one write (more when one message is larger).
+BATCH_BYTES = 256 * 1024
 _PREFIX = struct.Struct(">BI")
+# A message waiting for the writer, with the future its sender waits on.
+_Queued = tuple[bytes, asyncio.Future[None]]
 _STATUS_OK = "0"
 
 
@@ -66,7 +71,9 @@ class GrpcCall:
         self._buffer = bytearray()
         self._error: GrpcError | None = None
         # Messages waiting for the writer, each with the future its sender waits on.
-        self._outbox: deque[tuple[bytes, asyncio.Future[None]]] = deque()
+        self._outbox: deque[_Queued] = deque()
+        # The batch being written: failed with the rest if the call ends meanwhile.
+        self._writing: list[_Queued] = []
         self._queued = asyncio.Event()
         self._send_error: GrpcError | None = None
         self._writer = asyncio.create_task(self._write_messages(), name="grpc-writer")
@@ -158,40 +165,72 @@ class GrpcCall:
                 return None
             self._buffer += chunk
 
-    async def send(self, message: bytes) -> None:
-        """Send one message; returns once the connection took it (server window and socket).
-
-        Cancelled while it waits, the message is withdrawn if its writing has not begun, and
-        otherwise still goes out whole (see the module docstring)."""
+    def submit(self, message: bytes) -> asyncio.Future[None]:
+        """Queue one message; the future is done once the connection took it (server window
+        and socket), and cancelling it withdraws the message if its writing has not begun (it
+        otherwise still goes out whole: see the module docstring)."""
         if self._send_error is not None:
             raise self._send_error
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._outbox.append((_PREFIX.pack(0, len(message)) + message, done))
+        entry = (message, done)
+        self._outbox.append(entry)
+        done.add_done_callback(lambda _: self._withdraw(entry))
         self._queued.set()
-        await done
+        return done
+
+    async def send(self, message: bytes) -> None:
+        """Send one message; returns once the connection took it. Cancelled while it waits,
+        the message is withdrawn as by cancelling `submit`'s future."""
+        await self.submit(message)
+
+    def _withdraw(self, entry: _Queued) -> None:
+        # A withdrawn message leaves the queue at once: a relay that went away must not keep
+        # its bytes held behind a stalled stream.
+        if entry[1].cancelled():
+            for index, queued in enumerate(self._outbox):
+                if queued is entry:
+                    del self._outbox[index]
+                    return
+
+    def _next_batch(self) -> list[_Queued]:
+        batch: list[_Queued] = []
+        size = 0
+        while self._outbox and size < BATCH_BYTES:
+            message, done = entry = self._outbox.popleft()
+            if done.done():
+                continue  # withdrawn before a byte of it was written
+            batch.append(entry)
+            size += len(message)
+        return batch
 
     async def _write_messages(self) -> None:
         while True:
             while not self._outbox:
                 self._queued.clear()
                 await self._queued.wait()
-            framed, done = self._outbox.popleft()
-            if done.cancelled():
-                continue  # its sender went away before a byte of it was written
+            self._writing = batch = self._next_batch()
+            if not batch:
+                continue
+            framed: list[bytes] = []
+            for message, _ in batch:
+                framed += (_PREFIX.pack(0, len(message)), message)
             try:
-                await self._answer.send(framed)
+                await self._answer.send(b"".join(framed))
             except Exception as exc:  # ConnectionFailedError; anything else ends the call too
                 self._fail_sends(GrpcError(f"the call is closed: {exc}"))
                 return
-            if not done.done():
-                done.set_result(None)
+            self._writing = []
+            for _, done in batch:
+                if not done.done():
+                    done.set_result(None)
 
     def _fail_sends(self, error: GrpcError) -> None:
         self._send_error = self._send_error or error
-        while self._outbox:
-            _, done = self._outbox.popleft()
+        for _, done in [*self._writing, *self._outbox]:
             if not done.done():
                 done.set_exception(self._send_error)
+        self._writing = []
+        self._outbox.clear()
 
     async def close(self) -> None:
         """End the call and the connection (at once; in-flight messages are dropped)."""

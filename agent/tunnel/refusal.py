@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from http import HTTPStatus
 
 from agent.tunnel import packets
-from agent.tunnel.relay import PacketTls, Send
+from agent.tunnel.relay import PacketTls, Submit
 from agent.tunnel.terminator import TlsClosed
+from agent.tunnel.window import SendWindow
 
 # A request head larger than this, or slower than REQUEST_TIMEOUT, is not waited for.
 MAX_HEAD_BYTES = 64 * 1024
@@ -79,9 +80,17 @@ class Refusal(PacketTls):
     """One dialled connection answered by the agent itself (see the module docstring)."""
 
     def __init__(
-        self, connect_id: int, answer: Answer, *, server_context: ssl.SSLContext, send: Send
+        self,
+        connect_id: int,
+        answer: Answer,
+        *,
+        server_context: ssl.SSLContext,
+        submit: Submit,
+        call_window: SendWindow,
     ) -> None:
-        super().__init__(connect_id, server_context=server_context, send=send)
+        super().__init__(
+            connect_id, server_context=server_context, submit=submit, call_window=call_window
+        )
         self._answer = answer
 
     async def run(self) -> None:

@@ -4,7 +4,11 @@ on to the member API server over a TLS connection of its own.
 Bytes from the proxy-server (DATA packets) queue up to `QUEUE_PACKETS`; a full queue makes the
 session stop reading its stream, so HTTP/2 flow control slows the proxy-server and, behind it,
 the control plane's client (the konnectivity agent blocks the same way). Towards the control
-plane, the next member read waits until the previous DATA packet was taken by the stream. When
+plane, DATA packets are handed to the stream without waiting for each to be written, up to
+`WINDOW_BYTES` in flight (agent.tunnel.window): the member is read on while they go out, and
+what one connection holds stays bounded; all connections of one call together hold at most
+`CALL_WINDOW_BYTES`, so the stream cap's memory bound holds too. If the control plane's side
+goes first, what of it has not been written is withdrawn. When
 either side ends, the other is closed, the control plane gets our close_notify, and CLOSE_RSP
 tells the proxy-server the connection is gone (as the konnectivity agent does on both ends).
 """
@@ -14,31 +18,47 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from agent.logs import get_logger
 from agent.tunnel import packets
 from agent.tunnel.member import MEMBER_READ, MemberDialError, MemberEndpoint
 from agent.tunnel.packets import Packet
 from agent.tunnel.terminator import TlsClosed, TlsTerminator
+from agent.tunnel.window import SendWindow
 
 # DATA packets waiting for the member (the konnectivity agent's --xfr-channel-size is 150).
 QUEUE_PACKETS = 150
 # The proxy-server reads 32 KiB at a time; DATA packets towards it are no larger.
 PACKET_BYTES = 32 * 1024
+# DATA of one connection handed to the stream and not yet written (see the module docstring).
+WINDOW_BYTES = 256 * 1024
+# The same for all connections of one gRPC call together (500 streams at 256 KiB would be 125 MiB).
+CALL_WINDOW_BYTES = 8 * 1024 * 1024
 
 log = get_logger(__name__)
 
-Send = Callable[[Packet], Awaitable[None]]
+# Hands a packet to the stream; the future is done once it was written (see GrpcCall.submit).
+Submit = Callable[[Packet], asyncio.Future[None]]
 
 
 class PacketTls:
     """The control plane's TLS session for the route, over the DATA packets of one connection."""
 
-    def __init__(self, connect_id: int, *, server_context: ssl.SSLContext, send: Send) -> None:
+    def __init__(
+        self,
+        connect_id: int,
+        *,
+        server_context: ssl.SSLContext,
+        submit: Submit,
+        call_window: SendWindow,
+    ) -> None:
+        """`call_window` is shared by every connection of the call (see `CALL_WINDOW_BYTES`)."""
         self.connect_id = connect_id
         self._tls = TlsTerminator(server_context)
-        self._send = send
+        self._submit = submit
+        self._window = SendWindow(WINDOW_BYTES)
+        self._call_window = call_window
         self._incoming: asyncio.Queue[bytes | None] = asyncio.Queue(QUEUE_PACKETS)
         self.bytes_in = 0
         self.bytes_out = 0
@@ -52,12 +72,28 @@ class PacketTls:
         with contextlib.suppress(asyncio.QueueFull):
             self._incoming.put_nowait(None)
 
+    async def _send(self, packet: Packet) -> None:
+        await self._submit(packet)
+
     async def _flush(self) -> None:
+        """What the TLS session has for the control plane, as DATA, once the window has room.
+        Taken and handed over with no wait in between, so two tasks flushing keep the order."""
+        if not self._tls.has_outgoing:
+            return
+        await self._window.admit()
+        await self._call_window.admit()
         out = self._tls.outgoing()
-        for start in range(0, len(out), PACKET_BYTES):
-            chunk = out[start : start + PACKET_BYTES]
+        if not out:
+            return  # the other direction's flush took it while this one waited
+        # In packets of equal size: no small remainder costing a packet of its own.
+        count = -(-len(out) // PACKET_BYTES)
+        size = -(-len(out) // count)
+        for start in range(0, len(out), size):
+            chunk = out[start : start + size]
             self.bytes_out += len(chunk)
-            await self._send(packets.data(self.connect_id, chunk))
+            written = self._submit(packets.data(self.connect_id, chunk))
+            self._window.track(written, len(chunk))
+            self._call_window.track(written, len(chunk))
 
     async def _handshake(self) -> bool:
         while not self._tls.handshake():
@@ -80,9 +116,12 @@ class Relay(PacketTls):
         *,
         member: MemberEndpoint,
         server_context: ssl.SSLContext,
-        send: Send,
+        submit: Submit,
+        call_window: SendWindow,
     ) -> None:
-        super().__init__(connect_id, server_context=server_context, send=send)
+        super().__init__(
+            connect_id, server_context=server_context, submit=submit, call_window=call_window
+        )
         self._reader = reader
         self._writer = writer
         self._member = member
@@ -118,6 +157,8 @@ class Relay(PacketTls):
                 {towards_member, towards_control_plane}, return_when=asyncio.FIRST_COMPLETED
             )
         finally:
+            if not towards_control_plane.done():
+                self._window.withdraw()  # the control plane's side has gone
             for task in (towards_member, towards_control_plane):
                 task.cancel()
             for task in (towards_member, towards_control_plane):

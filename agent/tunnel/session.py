@@ -26,8 +26,9 @@ from agent.tunnel.member import MemberDialError, MemberEndpoint
 from agent.tunnel.metrics import SEGMENT_FROM_AGENT, SEGMENT_TO_AGENT, TunnelMetrics
 from agent.tunnel.packets import Packet, PacketError, PacketType
 from agent.tunnel.refusal import Answer, Refusal, member_unreachable, stream_cap_reached
-from agent.tunnel.relay import PacketTls, Relay
+from agent.tunnel.relay import CALL_WINDOW_BYTES, PacketTls, Relay
 from agent.tunnel.route import DialPolicy
+from agent.tunnel.window import SendWindow
 
 log = get_logger(__name__)
 
@@ -59,12 +60,19 @@ class Session:
         self.relays: dict[int, PacketTls] = {}
         self._dials: dict[int, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        # DATA handed to the call by every connection, not yet written (agent.tunnel.relay).
+        self._in_flight = SendWindow(CALL_WINDOW_BYTES)
         self.idle = asyncio.Event()
         self.idle.set()
 
-    async def send(self, packet: Packet) -> None:
-        await self.stream.send(packets.encode(packet))
+    def submit(self, packet: Packet) -> asyncio.Future[None]:
+        """Hand `packet` to the call; the future is done once it was written."""
+        written = self.stream.submit(packets.encode(packet))
         self._metrics.packet(SEGMENT_FROM_AGENT, packet.type)
+        return written
+
+    async def send(self, packet: Packet) -> None:
+        await self.submit(packet)
 
     async def drain(self) -> None:
         """Ask the proxy-server to route no new dials here (the agent is going away)."""
@@ -175,7 +183,8 @@ class Session:
             writer,
             member=self._member,
             server_context=self._server_context(),
-            send=self.send,
+            submit=self.submit,
+            call_window=self._in_flight,
         )
         try:
             await self._carry(relay, request.random)
@@ -192,7 +201,8 @@ class Session:
                 self._new_connect_id(),
                 answer,
                 server_context=self._http1_context(),
-                send=self.send,
+                submit=self.submit,
+                call_window=self._in_flight,
             )
             with contextlib.suppress(GrpcError):
                 await self._carry(refusal, request.random)

@@ -41,6 +41,10 @@ class TlsTerminator:
     def feed_eof(self) -> None:
         self._incoming.write_eof()
 
+    @property
+    def has_outgoing(self) -> bool:
+        return self._outgoing.pending > 0
+
     def outgoing(self) -> bytes:
         """Ciphertext to send to the peer (handshake messages, records, alerts)."""
         return self._outgoing.read()

@@ -187,3 +187,34 @@ async def test_a_send_cancelled_while_it_waits_for_window_leaves_the_stream_fram
 
 def _data_packet(connect_id: int, data: bytes) -> bytes:
     return packets.encode(packets.data(connect_id, data))
+
+
+async def test_closing_the_call_fails_the_send_being_written() -> None:
+    """A send whose message the writer has begun, stuck on the server's window, ends with a
+    GrpcError when the call closes (a relay's window waits on it), instead of never."""
+    ca = CertificateAuthority.generate("ca")
+    cert, key = ca.issue("konnectivity-server", dns_names=["localhost"], usage="server")
+    finished = asyncio.Event()
+
+    async def hold(call: AgentCall) -> None:
+        await finished.wait()  # never reads
+
+    server = AgentServer(
+        server_id="s-1",
+        server_count=1,
+        ssl_context=server_ssl_context(cert, key, None),
+        on_call=hold,
+    )
+    await server.start()
+    try:
+        call = await open_call(ca, f"127.0.0.1:{server.port}")
+        stuck = call.submit(_data_packet(1, bytes(100_000)))  # more than the 65,535 window
+        await polling.eventually(lambda: call.send_window, until=lambda v: v == 0)
+        queued = call.submit(_data_packet(2, b"behind it"))
+        await call.close()
+        for written in (stuck, queued):
+            with pytest.raises(GrpcError, match="the call is closed"):
+                await asyncio.wait_for(written, 5)
+    finally:
+        finished.set()
+        await server.stop()

@@ -30,6 +30,9 @@ EXAMPLES = [
     packets.dial_response(7, connect_id=3),
     packets.dial_response(7, error="dial refused"),
     packets.data(3, bytes(range(256)) * 4),
+    packets.data(300, bytes(200_000)),  # lengths of three varint bytes
+    packets.Packet(PacketType.DATA, connect_id=-1, error="broken pipe", data=b"x"),
+    packets.data(0, b""),
     packets.close_request(3),
     packets.close_response(3, "Unknown connectID"),
     packets.dial_close(-5),

@@ -6,7 +6,7 @@ import asyncio
 import base64
 import contextlib
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from cryptography import x509
@@ -18,9 +18,10 @@ from agent.kube.transport import Transport
 from agent.tunnel import packets
 from agent.tunnel.member import MemberEndpoint
 from agent.tunnel.packets import Packet, PacketType
-from agent.tunnel.relay import Relay
+from agent.tunnel.relay import CALL_WINDOW_BYTES, Relay
 from agent.tunnel.route import DialPolicy, route_for
 from agent.tunnel.route_ca import RouteCA, issue_serving
+from agent.tunnel.window import SendWindow
 from emulator.emulator import Emulator
 from tests import polling
 
@@ -54,7 +55,8 @@ async def test_a_request_in_the_same_packet_as_the_clients_finished_is_served(
         writer,
         member=member,
         server_context=route_ca.server_context(),
-        send=_collect(sent),
+        submit=_collect(sent),
+        call_window=SendWindow(CALL_WINDOW_BYTES),
     )
     running = asyncio.create_task(relay.run())
     client = Client(route_ca.ca_pem, route.host)
@@ -100,11 +102,16 @@ async def test_a_request_in_the_same_packet_as_the_clients_finished_is_served(
     await member_client.close()
 
 
-def _collect(sent: list[Packet]) -> Callable[[Packet], Awaitable[None]]:
-    async def send(packet: Packet) -> None:
-        sent.append(packet)
+def _collect(sent: list[Packet]) -> Callable[[Packet], asyncio.Future[None]]:
+    """A stream that takes every packet at once."""
 
-    return send
+    def submit(packet: Packet) -> asyncio.Future[None]:
+        sent.append(packet)
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        written.set_result(None)
+        return written
+
+    return submit
 
 
 def _drain(sent: list[Packet]) -> list[Packet]:
