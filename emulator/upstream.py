@@ -30,7 +30,7 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -355,7 +355,7 @@ class Etcd:
         await self.process.stop()
 
 
-class _ExtensionApiserver:
+class ExtensionApiserver:
     """An upstream extension API server Karmada's control plane aggregates: it serves
     `GROUP_VERSION` on 127.0.0.1:`port` behind the Service karmada-system/`SERVICE` (which the
     control plane must map to `address`) and Karmada's APIService, with a serving certificate
@@ -408,7 +408,7 @@ class _ExtensionApiserver:
     def args(self, kubeconfig: Path) -> list[str]:
         raise NotImplementedError
 
-    async def _launch(self, kubeconfig: Path, timeout: float) -> None:
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
         """Run the binary and wait until it is ready; stop everything if it never is."""
         context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
         # Ready is more than /readyz: the server reads the client and front-proxy CAs from the
@@ -430,6 +430,7 @@ class _ExtensionApiserver:
         except BaseException:
             await self.stop()
             raise
+        return self
 
     async def stop(self) -> None:
         if self.process is not None:
@@ -477,7 +478,7 @@ def _external_name_service(service: str, namespace: str) -> dict[str, Any]:
     }
 
 
-class KarmadaAggregatedApiserver(_ExtensionApiserver):
+class KarmadaAggregatedApiserver(ExtensionApiserver):
     """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`.
 
     Karmada's deployment has it serve on its pod IP behind the Service
@@ -509,12 +510,11 @@ class KarmadaAggregatedApiserver(_ExtensionApiserver):
             *self.extra_args,
         ]
 
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaAggregatedApiserver:
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
         """Start etcd, then the server against the control plane `kubeconfig` names (its user
         needs Karmada's rights: the deployment gives it the admin's)."""
         await self.etcd.start()
-        await self._launch(kubeconfig, timeout)
-        return self
+        return await super().start(kubeconfig, timeout)
 
     async def stop(self) -> None:
         await super().stop()
@@ -543,7 +543,7 @@ def aggregated_apiserver_apiservice(ca_pem: bytes) -> dict[str, Any]:
 METRICS_ADAPTER = "karmada-metrics-adapter"
 
 
-class KarmadaMetricsAdapter(_ExtensionApiserver):
+class KarmadaMetricsAdapter(ExtensionApiserver):
     """karmada-metrics-adapter with Karmada's flags, reaching the control plane with
     `kubeconfig`: it serves metrics.k8s.io on karmada-apiserver (behind the Service
     karmada-system/karmada-metrics-adapter and Karmada's APIService), answering from the member
@@ -569,10 +569,6 @@ class KarmadaMetricsAdapter(_ExtensionApiserver):
             f"--secure-port={self.port}",
         ]
 
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaMetricsAdapter:
-        await self._launch(kubeconfig, timeout)
-        return self
-
     def service(self) -> dict[str, Any]:
         return {
             "apiVersion": "v1",
@@ -587,7 +583,7 @@ class KarmadaMetricsAdapter(_ExtensionApiserver):
 SEARCH = "karmada-search"
 
 
-class KarmadaSearch(_ExtensionApiserver):
+class KarmadaSearch(ExtensionApiserver):
     """karmada-search with Karmada's flags and an etcd of its own (files under `workdir`),
     serving search.karmada.io on the control plane behind the Service
     karmada-system/karmada-search and Karmada's APIService; it caches what each
@@ -618,10 +614,9 @@ class KarmadaSearch(_ExtensionApiserver):
             f"--secure-port={self.port}",
         ]
 
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaSearch:
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
         await self.etcd.start()
-        await self._launch(kubeconfig, timeout)
-        return self
+        return await super().start(kubeconfig, timeout)
 
     async def stop(self) -> None:
         await super().stop()
