@@ -347,12 +347,31 @@ class Etcd:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.client_port}"
 
+    def client_args(self) -> list[str]:
+        """The flags a Karmada server reaches this etcd with."""
+        return [
+            f"--etcd-servers={self.url}",
+            f"--etcd-cafile={self.ca_file}",
+            f"--etcd-certfile={self.client_cert_file}",
+            f"--etcd-keyfile={self.client_key_file}",
+        ]
+
     async def start(self) -> Etcd:
         await self.process.start()
         return self
 
     async def stop(self) -> None:
         await self.process.stop()
+
+
+def _kubeconfig_args(kubeconfig: Path) -> list[str]:
+    """An extension API server reaches the control plane, and checks its callers, with one
+    kubeconfig."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+    ]
 
 
 class ExtensionApiserver:
@@ -496,13 +515,8 @@ class KarmadaAggregatedApiserver(ExtensionApiserver):
     def args(self, kubeconfig: Path) -> list[str]:
         """The deployment's flags; --bind-address and --secure-port for this machine."""
         return [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--etcd-servers={self.etcd.url}",
-            f"--etcd-cafile={self.etcd.ca_file}",
-            f"--etcd-certfile={self.etcd.client_cert_file}",
-            f"--etcd-keyfile={self.etcd.client_key_file}",
+            *_kubeconfig_args(kubeconfig),
+            *self.etcd.client_args(),
             *self._serving_args(),
             "--logging-format=json",
             "--bind-address=127.0.0.1",
@@ -601,13 +615,8 @@ class KarmadaSearch(ExtensionApiserver):
     def args(self, kubeconfig: Path) -> list[str]:
         """The chart's flags (external etcd); --bind-address and --secure-port for here."""
         return [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--etcd-cafile={self.etcd.ca_file}",
-            f"--etcd-certfile={self.etcd.client_cert_file}",
-            f"--etcd-keyfile={self.etcd.client_key_file}",
-            f"--etcd-servers={self.etcd.url}",
+            *_kubeconfig_args(kubeconfig),
+            *self.etcd.client_args(),
             *self._serving_args(),
             "--v=2",
             "--bind-address=127.0.0.1",
