@@ -261,17 +261,19 @@ async def allow_impersonation(member: EmulatorProcess, user: str, group: str) ->
     await member.admin.create(CLUSTER_ROLE_BINDINGS, binding)
 
 
-async def timed_kubectl(kubeconfig: Path, runs: int) -> list[float]:
+async def timed_kubectl(kubeconfig: Path, runs: int, *args: str) -> list[float]:
+    """Seconds of each of `runs` kubectl calls (`args`; a GET of default by default)."""
+    args = args or ("get", "--raw", "/api/v1/namespaces/default")
     times = []
     for _ in range(runs):
         started = time.perf_counter()
         process = await asyncio.create_subprocess_exec(
-            "kubectl", f"--kubeconfig={kubeconfig}", "get", "--raw", "/api/v1/namespaces/default",
+            "kubectl", f"--kubeconfig={kubeconfig}", *args,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
         _, err = await process.communicate()
         if process.returncode != 0:
-            raise RuntimeError(f"kubectl failed: {err.decode()}")
+            raise RuntimeError(f"kubectl {args[0]} failed: {err.decode()}")
         times.append(time.perf_counter() - started)
     return times
 

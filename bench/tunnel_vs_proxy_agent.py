@@ -49,7 +49,16 @@ from emulator.pki import CertificateAuthority
 from .agent_latency import cpu_seconds, rss_mib
 from .emulators import EmulatorProcess, emulator_process
 from .report import report
-from .tunnel import AGENT_USER, agent_process, answering, https_client, ms, registered, timed_gets
+from .tunnel import (
+    AGENT_USER,
+    agent_process,
+    answering,
+    compare_latency,
+    https_client,
+    ms,
+    registered,
+    timed_kubectl,
+)
 
 CLUSTER = "edge-ours"
 PODS = GVR.of("v1", "pods")
@@ -135,21 +144,6 @@ async def debug_pod(member: EmulatorProcess) -> None:
     raise TimeoutError("the debug pod never ran")
 
 
-async def timed_exec(config: Path, runs: int) -> list[float]:
-    times = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        process = await asyncio.create_subprocess_exec(
-            "kubectl", f"--kubeconfig={config}", "exec", "debug", "--", "true",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        _, err = await process.communicate()
-        if process.returncode != 0:
-            raise RuntimeError(f"kubectl exec failed: {err.decode()}")
-        times.append(time.perf_counter() - started)
-    return times
-
-
 async def port_forward(config: Path, mib: int, pid: int) -> JSON:
     """kubectl port-forward to the debug pod's 8080: MiB/s of one `mib` body, and the agent's
     CPU seconds per MiB while it passed."""
@@ -182,22 +176,6 @@ async def port_forward(config: Path, mib: int, pid: int) -> JSON:
         with contextlib.suppress(ProcessLookupError):
             process.terminate()
         await process.wait()
-
-
-async def latency(
-    via: Callable[[bool], httpx.AsyncClient], direct: Callable[[bool], httpx.AsyncClient], n: int
-) -> JSON:
-    out: JSON = {}
-    for keepalive in (False, True):
-        async with via(keepalive) as through, direct(keepalive) as straight:
-            await timed_gets(through, 5)
-            await timed_gets(straight, 5)
-            t = ms(await timed_gets(through, n))
-            d = ms(await timed_gets(straight, n))
-        out["kept_alive" if keepalive else "new_connection_each"] = {
-            "through": t, "direct": d, "added_p50_ms": round(t["p50_ms"] - d["p50_ms"], 2),
-        }  # fmt: skip
-    return out
 
 
 async def per_stream(via: Callable[[bool], httpx.AsyncClient], pid: int, streams: int) -> JSON:
@@ -234,8 +212,10 @@ async def measure(
     async with via(True) as probe:
         await answering(probe, label)
     return {
-        "latency": await latency(via, direct, args.requests),
-        "exec_round_trip": ms(await timed_exec(config, args.exec_runs)),
+        "latency": await compare_latency(via, direct, args.requests, "through"),
+        "exec_round_trip": ms(
+            await timed_kubectl(config, args.exec_runs, "exec", "debug", "--", "true")
+        ),
         "port_forward": await port_forward(config, args.stream_mib, pid),
         "per_stream": await per_stream(via, pid, args.streams),
         "agent_rss_mib": round(rss_mib(pid), 1),

@@ -30,7 +30,7 @@ import ssl
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import yaml
 
@@ -347,6 +347,15 @@ class Etcd:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.client_port}"
 
+    def client_args(self) -> list[str]:
+        """The flags a Karmada server reaches this etcd with."""
+        return [
+            f"--etcd-servers={self.url}",
+            f"--etcd-cafile={self.ca_file}",
+            f"--etcd-certfile={self.client_cert_file}",
+            f"--etcd-keyfile={self.client_key_file}",
+        ]
+
     async def start(self) -> Etcd:
         await self.process.start()
         return self
@@ -355,69 +364,71 @@ class Etcd:
         await self.process.stop()
 
 
-class KarmadaAggregatedApiserver:
-    """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`.
+def _kubeconfig_args(kubeconfig: Path) -> list[str]:
+    """An extension API server reaches the control plane, and checks its callers, with one
+    kubeconfig."""
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+    ]
 
-    Karmada's deployment has it serve on its pod IP behind the Service
-    karmada-system/karmada-aggregated-apiserver; here it serves on 127.0.0.1:`port`, which the
-    control plane must map that Service to (`python -m emulator --service ...=` `address`)."""
+
+class ExtensionApiserver:
+    """An upstream extension API server Karmada's control plane aggregates: it serves
+    `GROUP_VERSION` on 127.0.0.1:`port` behind the Service karmada-system/`SERVICE` (which the
+    control plane must map to `address`) and Karmada's APIService, with a serving certificate
+    from a CA of its own, reaching the control plane with `kubeconfig`."""
 
     NAMESPACE = "karmada-system"
-    SERVICE = "karmada-aggregated-apiserver"
+    SERVICE = ""
+    GROUP_VERSION = ""
     # The ServiceNetwork key the control plane maps to `address`.
-    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
-    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+    SERVICE_KEY = ""
+    SERVICE_DNS_NAME = ""
 
-    def __init__(self, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
+    def __init_subclass__(cls) -> None:
+        cls.SERVICE_KEY = f"{cls.NAMESPACE}/{cls.SERVICE}"
+        cls.SERVICE_DNS_NAME = f"{cls.SERVICE}.{cls.NAMESPACE}.svc"
+
+    def __init__(self, workdir: Path, file_stem: str, extra_dns_names: Sequence[str] = ()) -> None:
         self.dir = workdir
         self.port = free_port()
-        self.extra_args = list(extra_args)
-        self.ca = CertificateAuthority.generate("karmada-aggregated-apiserver-ca")
+        self.ca = CertificateAuthority.generate(f"{self.SERVICE}-ca")
         cert, key = self.ca.issue(
             self.SERVICE,
             dns_names=[
                 self.SERVICE_DNS_NAME,
                 f"{self.SERVICE_DNS_NAME}.cluster.local",
-                "localhost",
+                *extra_dns_names,
             ],
             ips=["127.0.0.1"],
             usage="server",
         )
-        self.cert_file = _write_private(workdir / "server.crt", cert)
-        self.key_file = _write_private(workdir / "server.key", key)
-        self.etcd = Etcd(workdir, CertificateAuthority.generate("etcd-ca"))
+        self.cert_file = _write_private(workdir / f"{file_stem}.crt", cert)
+        self.key_file = _write_private(workdir / f"{file_stem}.key", key)
         self.process: UpstreamProcess | None = None
 
     @property
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def args(self, kubeconfig: Path) -> list[str]:
-        """The deployment's flags; --bind-address and --secure-port for this machine."""
+    def _serving_args(self) -> list[str]:
+        """The serving flags every Karmada deployment of it gives."""
         return [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--etcd-servers={self.etcd.url}",
-            f"--etcd-cafile={self.etcd.ca_file}",
-            f"--etcd-certfile={self.etcd.client_cert_file}",
-            f"--etcd-keyfile={self.etcd.client_key_file}",
             f"--tls-cert-file={self.cert_file}",
             f"--tls-private-key-file={self.key_file}",
             "--audit-log-path=-",
             "--audit-log-maxage=0",
             "--audit-log-maxbackup=0",
             "--tls-min-version=VersionTLS13",
-            "--logging-format=json",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={self.port}",
-            *self.extra_args,
         ]
 
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaAggregatedApiserver:
-        """Start etcd, then the server against the control plane `kubeconfig` names (its user
-        needs Karmada's rights: the deployment gives it the admin's)."""
-        await self.etcd.start()
+    def args(self, kubeconfig: Path) -> list[str]:
+        raise NotImplementedError
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
+        """Run the binary and wait until it is ready; stop everything if it never is."""
         context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
         # Ready is more than /readyz: the server reads the client and front-proxy CAs from the
         # control plane a moment after it serves, and until then takes everyone for anonymous.
@@ -426,9 +437,9 @@ class KarmadaAggregatedApiserver:
         identity = _client_certificate(kubeconfig)
         if identity is not None:
             load_key_pair(context, *identity)
-            path = "/apis/cluster.karmada.io/v1alpha1"
+            path = f"/apis/{self.GROUP_VERSION}"
         self.process = UpstreamProcess(
-            AGGREGATED_APISERVER,
+            self.SERVICE,
             self.args(kubeconfig),
             ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
             workdir=self.dir,
@@ -443,49 +454,102 @@ class KarmadaAggregatedApiserver:
     async def stop(self) -> None:
         if self.process is not None:
             await self.process.stop()
-        await self.etcd.stop()
 
     def log(self, tail: int = 4000) -> str:
         return self.process.log(tail) if self.process is not None else ""
 
+    def apiservice(self) -> dict[str, Any]:
+        """Karmada's APIService for `GROUP_VERSION`, with the server's CA."""
+        return _apiservice(self.SERVICE, self.NAMESPACE, self.GROUP_VERSION, self.ca.cert_pem)
+
+
+def _apiservice(service: str, namespace: str, group_version: str, ca_pem: bytes) -> dict[str, Any]:
+    """Karmada's APIService (artifacts/deploy) for `group_version` behind `service`."""
+    group, version = group_version.split("/")
+    return {
+        "apiVersion": "apiregistration.k8s.io/v1",
+        "kind": "APIService",
+        "metadata": {
+            "name": f"{version}.{group}",
+            "labels": {"app": service, "apiserver": "true"},
+        },
+        "spec": {
+            "caBundle": base64.b64encode(ca_pem).decode(),
+            "group": group,
+            "groupPriorityMinimum": 2000,
+            "service": {"name": service, "namespace": namespace},
+            "version": version,
+            "versionPriority": 10,
+        },
+    }
+
+
+def _external_name_service(service: str, namespace: str) -> dict[str, Any]:
+    """Karmada's Service for an extension API server (artifacts/deploy: an ExternalName)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": service, "namespace": namespace},
+        "spec": {
+            "type": "ExternalName",
+            "externalName": f"{service}.{namespace}.svc.cluster.local",
+        },
+    }
+
+
+class KarmadaAggregatedApiserver(ExtensionApiserver):
+    """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`.
+
+    Karmada's deployment has it serve on its pod IP behind the Service
+    karmada-system/karmada-aggregated-apiserver; here it serves on 127.0.0.1:`port`, which the
+    control plane must map that Service to (`python -m emulator --service ...=` `address`)."""
+
+    SERVICE = AGGREGATED_APISERVER
+    GROUP_VERSION = "cluster.karmada.io/v1alpha1"
+
+    def __init__(self, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
+        super().__init__(workdir, "server", extra_dns_names=["localhost"])
+        self.extra_args = list(extra_args)
+        self.etcd = Etcd(workdir, CertificateAuthority.generate("etcd-ca"))
+
+    def args(self, kubeconfig: Path) -> list[str]:
+        """The deployment's flags; --bind-address and --secure-port for this machine."""
+        return [
+            *_kubeconfig_args(kubeconfig),
+            *self.etcd.client_args(),
+            *self._serving_args(),
+            "--logging-format=json",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={self.port}",
+            *self.extra_args,
+        ]
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
+        """Start etcd, then the server against the control plane `kubeconfig` names (its user
+        needs Karmada's rights: the deployment gives it the admin's)."""
+        await self.etcd.start()
+        return await super().start(kubeconfig, timeout)
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.etcd.stop()
+
     def service(self) -> dict[str, Any]:
         return aggregated_apiserver_service()
-
-    def apiservice(self) -> dict[str, Any]:
-        return aggregated_apiserver_apiservice(self.ca.cert_pem)
 
 
 def aggregated_apiserver_service() -> dict[str, Any]:
     """The control plane's Service for karmada-aggregated-apiserver (Karmada's apiservice
     artifact: an ExternalName Service)."""
-    name, namespace = KarmadaAggregatedApiserver.SERVICE, KarmadaAggregatedApiserver.NAMESPACE
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"type": "ExternalName", "externalName": f"{name}.{namespace}.svc.cluster.local"},
-    }
+    return _external_name_service(
+        KarmadaAggregatedApiserver.SERVICE, KarmadaAggregatedApiserver.NAMESPACE
+    )
 
 
 def aggregated_apiserver_apiservice(ca_pem: bytes) -> dict[str, Any]:
     """Karmada's APIService for cluster.karmada.io/v1alpha1, with the server's CA."""
-    name, namespace = KarmadaAggregatedApiserver.SERVICE, KarmadaAggregatedApiserver.NAMESPACE
-    return {
-        "apiVersion": "apiregistration.k8s.io/v1",
-        "kind": "APIService",
-        "metadata": {
-            "name": "v1alpha1.cluster.karmada.io",
-            "labels": {"app": name, "apiserver": "true"},
-        },
-        "spec": {
-            "caBundle": base64.b64encode(ca_pem).decode(),
-            "group": "cluster.karmada.io",
-            "groupPriorityMinimum": 2000,
-            "service": {"name": name, "namespace": namespace},
-            "version": "v1alpha1",
-            "versionPriority": 10,
-        },
-    }
+    server = KarmadaAggregatedApiserver
+    return _apiservice(server.SERVICE, server.NAMESPACE, server.GROUP_VERSION, ca_pem)
 
 
 # --- karmada-metrics-adapter ------------------------------------------------------------------
@@ -493,35 +557,18 @@ def aggregated_apiserver_apiservice(ca_pem: bytes) -> dict[str, Any]:
 METRICS_ADAPTER = "karmada-metrics-adapter"
 
 
-class KarmadaMetricsAdapter:
+class KarmadaMetricsAdapter(ExtensionApiserver):
     """karmada-metrics-adapter with Karmada's flags, reaching the control plane with
     `kubeconfig`: it serves metrics.k8s.io on karmada-apiserver (behind the Service
     karmada-system/karmada-metrics-adapter and Karmada's APIService), answering from the member
     clusters it reaches with each Cluster's endpoint, proxy and Secret."""
 
-    NAMESPACE = "karmada-system"
     SERVICE = METRICS_ADAPTER
-    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
-    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+    GROUP_VERSION = "metrics.k8s.io/v1beta1"
 
     def __init__(self, workdir: Path) -> None:
-        self.dir = workdir
-        self.port = free_port()
+        super().__init__(workdir, "metrics-adapter")
         self.metrics_port = free_port()
-        self.ca = CertificateAuthority.generate("karmada-metrics-adapter-ca")
-        cert, key = self.ca.issue(
-            self.SERVICE,
-            dns_names=[self.SERVICE_DNS_NAME, f"{self.SERVICE_DNS_NAME}.cluster.local"],
-            ips=["127.0.0.1"],
-            usage="server",
-        )
-        self.cert_file = _write_private(workdir / "metrics-adapter.crt", cert)
-        self.key_file = _write_private(workdir / "metrics-adapter.key", key)
-        self.process: UpstreamProcess | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     def args(self, kubeconfig: Path) -> list[str]:
         """The chart's flags; --bind-address and the ports for this machine."""
@@ -530,39 +577,11 @@ class KarmadaMetricsAdapter:
             f"--metrics-bind-address=127.0.0.1:{self.metrics_port}",
             f"--authentication-kubeconfig={kubeconfig}",
             f"--authorization-kubeconfig={kubeconfig}",
-            f"--tls-cert-file={self.cert_file}",
-            f"--tls-private-key-file={self.key_file}",
-            "--audit-log-path=-",
-            "--audit-log-maxage=0",
-            "--audit-log-maxbackup=0",
-            "--tls-min-version=VersionTLS13",
+            *self._serving_args(),
             "--v=2",
             "--bind-address=127.0.0.1",
             f"--secure-port={self.port}",
         ]
-
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaMetricsAdapter:
-        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
-        path = "/readyz"
-        identity = _client_certificate(kubeconfig)
-        if identity is not None:
-            load_key_pair(context, *identity)
-            path = "/apis/metrics.k8s.io/v1beta1"
-        self.process = UpstreamProcess(
-            METRICS_ADAPTER,
-            self.args(kubeconfig),
-            ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
-            workdir=self.dir,
-        )
-        await self.process.start(timeout=timeout)
-        return self
-
-    async def stop(self) -> None:
-        if self.process is not None:
-            await self.process.stop()
-
-    def log(self, tail: int = 4000) -> str:
-        return self.process.log(tail) if self.process is not None else ""
 
     def service(self) -> dict[str, Any]:
         return {
@@ -572,140 +591,45 @@ class KarmadaMetricsAdapter:
             "spec": {"ports": [{"port": 443, "protocol": "TCP", "targetPort": 443}]},
         }
 
-    def apiservice(self) -> dict[str, Any]:
-        """Karmada's APIService for metrics.k8s.io/v1beta1 (artifacts/deploy)."""
-        return {
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {
-                "name": "v1beta1.metrics.k8s.io",
-                "labels": {"app": self.SERVICE, "apiserver": "true"},
-            },
-            "spec": {
-                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
-                "group": "metrics.k8s.io",
-                "groupPriorityMinimum": 2000,
-                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
-                "version": "v1beta1",
-                "versionPriority": 10,
-            },
-        }
-
 
 # --- karmada-search --------------------------------------------------------------------------
 
 SEARCH = "karmada-search"
 
 
-class KarmadaSearch:
+class KarmadaSearch(ExtensionApiserver):
     """karmada-search with Karmada's flags and an etcd of its own (files under `workdir`),
     serving search.karmada.io on the control plane behind the Service
     karmada-system/karmada-search and Karmada's APIService; it caches what each
     ResourceRegistry selects from the member clusters, reached with each Cluster's endpoint,
     proxy and Secret."""
 
-    NAMESPACE = "karmada-system"
     SERVICE = SEARCH
-    SERVICE_KEY = f"{NAMESPACE}/{SERVICE}"
-    SERVICE_DNS_NAME = f"{SERVICE}.{NAMESPACE}.svc"
+    GROUP_VERSION = "search.karmada.io/v1alpha1"
 
     def __init__(self, workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
-        self.dir = workdir
-        self.port = free_port()
-        self.ca = CertificateAuthority.generate("karmada-search-ca")
-        cert, key = self.ca.issue(
-            self.SERVICE,
-            dns_names=[self.SERVICE_DNS_NAME, f"{self.SERVICE_DNS_NAME}.cluster.local"],
-            ips=["127.0.0.1"],
-            usage="server",
-        )
-        self.cert_file = _write_private(workdir / "search.crt", cert)
-        self.key_file = _write_private(workdir / "search.key", key)
+        super().__init__(workdir, "search")
         self.etcd = Etcd(workdir, CertificateAuthority.generate("search-etcd-ca"))
-        self.process: UpstreamProcess | None = None
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     def args(self, kubeconfig: Path) -> list[str]:
         """The chart's flags (external etcd); --bind-address and --secure-port for here."""
         return [
-            f"--kubeconfig={kubeconfig}",
-            f"--authentication-kubeconfig={kubeconfig}",
-            f"--authorization-kubeconfig={kubeconfig}",
-            f"--etcd-cafile={self.etcd.ca_file}",
-            f"--etcd-certfile={self.etcd.client_cert_file}",
-            f"--etcd-keyfile={self.etcd.client_key_file}",
-            f"--etcd-servers={self.etcd.url}",
-            f"--tls-cert-file={self.cert_file}",
-            f"--tls-private-key-file={self.key_file}",
-            "--audit-log-path=-",
-            "--audit-log-maxage=0",
-            "--audit-log-maxbackup=0",
-            "--tls-min-version=VersionTLS13",
+            *_kubeconfig_args(kubeconfig),
+            *self.etcd.client_args(),
+            *self._serving_args(),
             "--v=2",
             "--bind-address=127.0.0.1",
             f"--secure-port={self.port}",
         ]
 
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> KarmadaSearch:
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
         await self.etcd.start()
-        context = ssl.create_default_context(cadata=self.ca.cert_pem.decode())
-        path = "/readyz"
-        identity = _client_certificate(kubeconfig)
-        if identity is not None:
-            load_key_pair(context, *identity)
-            path = "/apis/search.karmada.io/v1alpha1"
-        self.process = UpstreamProcess(
-            SEARCH,
-            self.args(kubeconfig),
-            ready=lambda: _https_ok("127.0.0.1", self.port, path, context),
-            workdir=self.dir,
-        )
-        try:
-            await self.process.start(timeout=timeout)
-        except BaseException:
-            await self.stop()
-            raise
-        return self
+        return await super().start(kubeconfig, timeout)
 
     async def stop(self) -> None:
-        if self.process is not None:
-            await self.process.stop()
+        await super().stop()
         await self.etcd.stop()
 
-    def log(self, tail: int = 4000) -> str:
-        return self.process.log(tail) if self.process is not None else ""
-
     def service(self) -> dict[str, Any]:
-        """Karmada's Service for it (artifacts/deploy: an ExternalName Service)."""
-        return {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": self.SERVICE, "namespace": self.NAMESPACE},
-            "spec": {
-                "type": "ExternalName",
-                "externalName": f"{self.SERVICE_DNS_NAME}.cluster.local",
-            },
-        }
-
-    def apiservice(self) -> dict[str, Any]:
-        """Karmada's APIService for search.karmada.io/v1alpha1."""
-        return {
-            "apiVersion": "apiregistration.k8s.io/v1",
-            "kind": "APIService",
-            "metadata": {
-                "name": "v1alpha1.search.karmada.io",
-                "labels": {"app": self.SERVICE, "apiserver": "true"},
-            },
-            "spec": {
-                "caBundle": base64.b64encode(self.ca.cert_pem).decode(),
-                "group": "search.karmada.io",
-                "groupPriorityMinimum": 2000,
-                "service": {"name": self.SERVICE, "namespace": self.NAMESPACE},
-                "version": "v1alpha1",
-                "versionPriority": 10,
-            },
-        }
+        return _external_name_service(self.SERVICE, self.NAMESPACE)

@@ -16,13 +16,21 @@ controller owner.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from agent.karmada.names import generate_work_name
+from agent.tunnel.tunnel import Tunnel
+from emulator.emulator import Emulator
 from tests import polling
+from tests.agent.tunnel.harness import Hub
+from tests.e2e.support import running_agent
 
 JSON = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
@@ -184,3 +192,32 @@ async def ship_impersonation(
         timeout=30,
         what=f"the impersonator's RBAC applied on {cluster}",
     )
+
+
+@contextlib.asynccontextmanager
+async def tunnelled_agent(
+    cp: Emulator, member_kc: Path, hub: Hub, directory: Path, cluster: str
+) -> AsyncIterator[Tunnel]:
+    """The agent for `cluster` in-process with its tunnel (yielded) through `hub`, connected; alice and
+    mallory may use the cluster's proxy. Its control-plane credential is a client certificate:
+    it also authenticates the agent to the proxy-server (mTLS against the control plane's CA)."""
+    karmada_kc = cp.write_kubeconfig(
+        directory / "karmada", user=f"system:karmada:agent:{cluster}", groups=["system:masters"]
+    )
+    ca_file = directory / "proxy-server-ca.crt"
+    ca_file.write_bytes(hub.server_ca.cert_pem)
+    async with cp.client() as front:
+        rule = {**PROXY_RULE, "resourceNames": [cluster]}
+        await grant(front, "edge-proxy", [rule], ["alice", "mallory"])
+    async with running_agent(
+        karmada_kc,
+        member_kc,
+        cluster,
+        f"--tunnel-server-address={hub.agent_address}",
+        f"--tunnel-server-ca-file={ca_file}",
+        "--tunnel-server-name=localhost",
+        f"--tunnel-proxy-url={hub.connect_url}",
+    ) as (_, agent):
+        tunnel = await polling.eventually(lambda: agent.tunnel, what="the tunnel built")
+        await asyncio.wait_for(tunnel.connected.wait(), 20)
+        yield tunnel

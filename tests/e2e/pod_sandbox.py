@@ -43,10 +43,12 @@ from urllib.parse import urlsplit
 
 from agent.kube.client import KubeClient
 from agent.kube.errors import NotFoundError
-from agent.kube.resources import DEPLOYMENTS, PODS, SECRETS
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, PODS, SECRETS
+from agent.resources import WORKS
 from emulator.emulator import Emulator
+from emulator.works import configmap, control_plane_work
 
-from .support import REPO, eventually, service_account_token
+from .support import REPO, cluster_ready, eventually, service_account_token, work_applied
 
 JSON = dict[str, Any]
 IMAGE_ENTRYPOINT = "/bin/karmada-agent"
@@ -278,3 +280,25 @@ async def start_pod_container(
         **container_env(pod, container),
     }
     return await PodProcess(pod, container, files, env, workdir).start()
+
+
+async def joins_and_applies(
+    agent: PodProcess, karmada: KubeClient, member: KubeClient, cluster: str, work: str, name: str
+) -> None:
+    """The agent in the Pod makes `cluster` Ready (failing at once should it exit), then applies
+    the Work `work` carrying the ConfigMap `name` ({"k": `name`}) to the member's default."""
+
+    async def ready() -> bool:
+        assert agent.returncode is None, f"the agent exited:\n{agent.log()}"
+        return await cluster_ready(karmada, cluster)
+
+    await eventually(ready, timeout=60, what=f"Cluster {cluster} Ready")
+    await karmada.create(
+        WORKS,
+        control_plane_work(cluster, work, [configmap(name)]),
+        namespace=f"karmada-es-{cluster}",
+    )
+    await eventually(
+        lambda: work_applied(karmada, cluster, work), timeout=30, what="the Work applied"
+    )
+    assert (await member.get(CONFIGMAPS, name, namespace="default"))["data"] == {"k": name}

@@ -31,14 +31,12 @@ import yaml
 
 from agent.certificates import certificate_lifetime, subject_of
 from agent.kube.client import KubeClient
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES, SECRETS
-from agent.resources import WORKS
+from agent.kube.resources import DEPLOYMENTS, NAMESPACES, SECRETS
 from emulator.emulator import run_emulator
 from emulator.upstream import upstream_dir
-from emulator.works import configmap, control_plane_work
 
-from .pod_sandbox import sandbox_missing_reason, start_pod_container
-from .support import DEPLOY, REPO, client_for, cluster_ready, eventually, kubectl, work_applied
+from .pod_sandbox import joins_and_applies, sandbox_missing_reason, start_pod_container
+from .support import DEPLOY, REPO, client_for, eventually, kubectl
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
@@ -193,20 +191,7 @@ async def _ready_applies_serves_and_rotates(
     assert f"--metrics-bind-address={pod_ip}:8080" in agent.argv
     assert f"--health-probe-bind-address={pod_ip}:10357" in agent.argv
 
-    async def ready() -> bool:
-        assert agent.returncode is None, f"the agent exited:\n{agent.log()}"
-        return await cluster_ready(karmada, CLUSTER)
-
-    await eventually(ready, timeout=60, what=f"Cluster {CLUSTER} Ready")
-    await karmada.create(
-        WORKS, control_plane_work(CLUSTER, "from-chart", [configmap("from-chart")]), namespace=ES
-    )
-    await eventually(
-        lambda: work_applied(karmada, CLUSTER, "from-chart"), timeout=30, what="the Work applied"
-    )
-    assert (await member.get(CONFIGMAPS, "from-chart", namespace="default"))["data"] == {
-        "k": "from-chart"
-    }
+    await joins_and_applies(agent, karmada, member, CLUSTER, "from-chart", "from-chart")
 
     # The listeners on the Pod's IP, where the chart's livenessProbe and a scrape look.
     async with httpx.AsyncClient(timeout=5) as http:

@@ -29,7 +29,6 @@ from agent.kube.errors import NotFoundError
 from agent.kube.resources import (
     CLUSTER_ROLE_BINDINGS,
     CLUSTER_ROLES,
-    CONFIGMAPS,
     DEPLOYMENTS,
     NAMESPACES,
     SECRETS,
@@ -41,8 +40,8 @@ from emulator.emulator import run_emulator
 from emulator.upstream import binary, missing_reason
 from emulator.works import configmap, control_plane_work
 
-from .pod_sandbox import sandbox_missing_reason, start_pod_container
-from .support import client_for, cluster_ready, eventually, work_applied
+from .pod_sandbox import joins_and_applies, sandbox_missing_reason, start_pod_container
+from .support import client_for, eventually, work_applied
 
 CLUSTER = "member1"
 ES = f"karmada-es-{CLUSTER}"
@@ -164,20 +163,7 @@ async def test_register_join_work_rotation_and_unregister(tmp_path: Path) -> Non
 async def _joined_applies_and_rotates(
     agent: Any, karmada: KubeClient, member: KubeClient, registered: bytes, old_expiry: Any
 ) -> None:
-    async def ready() -> bool:
-        assert agent.returncode is None, f"the agent exited:\n{agent.log()}"
-        return await cluster_ready(karmada, CLUSTER)
-
-    await eventually(ready, timeout=60, what=f"Cluster {CLUSTER} Ready")
-    await karmada.create(
-        WORKS, control_plane_work(CLUSTER, "first", [configmap("registered")]), namespace=ES
-    )
-    await eventually(
-        lambda: work_applied(karmada, CLUSTER, "first"), timeout=30, what="the Work applied"
-    )
-    assert (await member.get(CONFIGMAPS, "registered", namespace="default"))["data"] == {
-        "k": "registered"
-    }
+    await joins_and_applies(agent, karmada, member, CLUSTER, "first", "registered")
 
     # Rotated into register's layout: same Secret, same key, the current context's user.
     async def rotated() -> bytes | None:

@@ -383,33 +383,11 @@ async def test_a_client_that_stops_reading_holds_up_the_member_not_the_agents_me
 ) -> None:
     """Backpressure end to end: flow control on the agent's call and its relay's bounded queue
     stop the member's response, instead of buffering it, while the client does not read."""
-    count, size = 30, 1024 * 1024 - 4096
-    async with member_emulator.client() as admin:
-        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
-        for i in range(count):
-            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * size}}
-            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
+    count, size = BULK_COUNT, BULK_SIZE
+    await _fill_bulk(member_emulator)
     async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
         await connected(bed)
-        host, _, port = hub.connect_url.removeprefix("http://").rpartition(":")
-        sock = socket.socket()
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
-        sock.setblocking(False)
-        await asyncio.get_running_loop().sock_connect(sock, (host, int(port)))
-        reader, writer = await asyncio.open_connection(sock=sock)
-        route = bed.publication.api_endpoint.removeprefix("https://")
-        writer.write(f"CONNECT {route} HTTP/1.1\r\nHost: {route}\r\n\r\n".encode())
-        assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200")
-        context = ssl.create_default_context(
-            cadata=base64.b64decode(bed.publication.ca_bundle).decode()
-        )
-        await writer.start_tls(context, server_hostname=route.rpartition(":")[0])
-        writer.write(
-            f"GET /api/v1/namespaces/bulk/configmaps HTTP/1.1\r\nHost: {route}\r\n"
-            f"Authorization: Bearer {member_emulator.admin_token}\r\nAccept-Encoding: identity\r\n"
-            "Connection: close\r\n\r\n".encode()
-        )
-        await writer.drain()
+        reader, writer = await _slow_reader(bed, hub, member_emulator)
         [session] = bed.tunnel.sessions.values()
         relay = await polling.eventually(
             lambda: next(iter(session.relays.values()), None), what="relay"
@@ -438,12 +416,7 @@ async def test_slow_readers_that_go_away_mid_response_leave_the_route_working(
     window, then disconnects: its relay ends while its send waits. All of the member's
     connections share the agent's one call, so a message cut off there would wedge (or garble)
     the route for everyone; 20 times over, the route answers after each."""
-    count, size = 30, 1024 * 1024 - 4096
-    async with member_emulator.client() as admin:
-        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
-        for i in range(count):
-            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * size}}
-            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
+    await _fill_bulk(member_emulator)
     async with tunnel_for("member1", member_emulator, karmada, hub) as bed:  # type: ignore[attr-defined]
         await connected(bed)
         expected = await kube_system_uid(bed, member_emulator)
@@ -459,6 +432,18 @@ async def test_slow_readers_that_go_away_mid_response_leave_the_route_working(
             writer.transport.abort()
             assert await kube_system_uid(bed, member_emulator) == expected, hub.log()
         assert bed.tunnel.sessions.get(session.server_id) is session  # never reconnected
+
+
+BULK_COUNT, BULK_SIZE = 30, 1024 * 1024 - 4096
+
+
+async def _fill_bulk(member: Emulator) -> None:
+    """BULK_COUNT ConfigMaps of about 1 MiB each in the member's namespace bulk."""
+    async with member.client() as admin:
+        await admin.post("/api/v1/namespaces", json={"metadata": {"name": "bulk"}})
+        for i in range(BULK_COUNT):
+            body = {"metadata": {"name": f"big-{i}"}, "data": {"x": "y" * BULK_SIZE}}
+            assert (await admin.post("/api/v1/namespaces/bulk/configmaps", json=body)).is_success
 
 
 async def _slow_reader(

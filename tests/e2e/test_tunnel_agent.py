@@ -12,7 +12,6 @@ the member as unified-auth's Works, applied by the agent: alice allowed, mallory
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import contextlib
 from collections.abc import AsyncIterator
@@ -26,8 +25,8 @@ from emulator.emulator import Emulator, run_emulator
 from emulator.upstream import KarmadaAggregatedApiserver
 from tests import polling
 from tests.agent.tunnel.harness import HUB_KINDS, control_plane_client, open_hub
-from tests.e2e.cluster_proxy import PROXY_RULE, grant, ship_impersonation
-from tests.e2e.support import CLUSTERS, client_for, running_agent
+from tests.e2e.cluster_proxy import grant, ship_impersonation, tunnelled_agent
+from tests.e2e.support import CLUSTERS, client_for
 from tests.emulator.aggregation.harness import aggregate_clusters, aggregated
 
 CLUSTER = "edge-7"
@@ -58,28 +57,8 @@ async def test_agent_registers_the_route_and_the_control_plane_reaches_the_membe
         run_emulator("member", name=CLUSTER) as member,
         open_hub(kind, cluster_ca_pem=cp.ca_pem) as hub,
     ):
-        # The agent's control-plane credential is a client certificate: it also authenticates
-        # the agent to the proxy-server (mTLS against the control plane's CA).
-        karmada_kc = cp.write_kubeconfig(
-            tmp_path / "karmada", user=f"system:karmada:agent:{CLUSTER}", groups=["system:masters"]
-        )
         member_kc = member.write_kubeconfig(tmp_path / "member")
-        ca_file = tmp_path / "proxy-server-ca.crt"
-        ca_file.write_bytes(hub.server_ca.cert_pem)
-        async with cp.client() as front:
-            rule = {**PROXY_RULE, "resourceNames": [CLUSTER]}
-            await grant(front, "edge-proxy", [rule], ["alice", "mallory"])
-        async with running_agent(
-            karmada_kc,
-            member_kc,
-            CLUSTER,
-            f"--tunnel-server-address={hub.agent_address}",
-            f"--tunnel-server-ca-file={ca_file}",
-            "--tunnel-server-name=localhost",
-            f"--tunnel-proxy-url={hub.connect_url}",
-        ) as (_, agent):
-            tunnel = await polling.eventually(lambda: agent.tunnel, what="the tunnel built")
-            await asyncio.wait_for(tunnel.connected.wait(), 20)
+        async with tunnelled_agent(cp, member_kc, hub, tmp_path, CLUSTER) as tunnel:
             karmada = await client_for(cp.write_kubeconfig(tmp_path / "cp-admin"))
             cluster = await polling.eventually(
                 lambda: karmada.get(CLUSTERS, CLUSTER), retry_on=(Exception,), what="registered"

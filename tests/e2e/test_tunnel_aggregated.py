@@ -42,7 +42,12 @@ from emulator import upstream
 from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
 from emulator.metrics_server import CPU_ANNOTATION, MEMORY_ANNOTATION, cpu_millicores, memory_bytes
-from emulator.upstream import KarmadaAggregatedApiserver, KarmadaMetricsAdapter, KarmadaSearch
+from emulator.upstream import (
+    ExtensionApiserver,
+    KarmadaAggregatedApiserver,
+    KarmadaMetricsAdapter,
+    KarmadaSearch,
+)
 from tests import polling
 from tests.agent.tunnel.harness import Hub, open_hub
 from tests.e2e.cluster_proxy import CLUSTER_API, PROXY_RULE, grant, ship_impersonation
@@ -61,7 +66,6 @@ pytestmark = [
 
 JSON = dict[str, Any]
 CLUSTERS = ("edge-a", "edge-b")
-APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.cluster.karmada.io"
 LOG_INTERVAL = 0.5
 VIEW_RULE = {
     "apiGroups": [""],
@@ -112,23 +116,39 @@ class Bed:
         return path
 
 
-async def _aggregate(cp: Emulator, server: KarmadaAggregatedApiserver) -> None:
+async def _aggregate(cp: Emulator, server: ExtensionApiserver) -> None:
+    """Post `server`'s Service and APIService and wait until the APIService is Available."""
     async with cp.client() as client:
         service = server.service()
         path = f"/api/v1/namespaces/{service['metadata']['namespace']}/services"
         (await client.post(path, json=service)).raise_for_status()
-        (
-            await client.post(APISERVICE.rpartition("/")[0], json=server.apiservice())
-        ).raise_for_status()
+        apiservice = server.apiservice()
+        apiservices = "/apis/apiregistration.k8s.io/v1/apiservices"
+        (await client.post(apiservices, json=apiservice)).raise_for_status()
         await polling.eventually(
-            lambda: client.get(APISERVICE),
+            lambda: client.get(f"{apiservices}/{apiservice['metadata']['name']}"),
             until=lambda r: any(
                 c["type"] == "Available" and c["status"] == "True"
                 for c in (r.json().get("status") or {}).get("conditions") or []
             ),
             timeout=30,
-            what="karmada-aggregated-apiserver Available",
+            what=f"{server.SERVICE} Available",
         )
+
+
+async def _serve(cp: Emulator, server: ExtensionApiserver, kubeconfig: Path) -> None:
+    """Start `server` as Karmada deploys it (user system:karmada:`SERVICE` with the admin's
+    rights, reached at its Service) and aggregate it; stopped again if that fails."""
+    cp.api.services[server.SERVICE_KEY] = server.address
+    config = cp.write_kubeconfig(
+        kubeconfig, user=f"system:karmada:{server.SERVICE}", groups=["system:masters"]
+    )
+    await server.start(config)
+    try:
+        await _aggregate(cp, server)
+    except BaseException:
+        await server.stop()
+        raise
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -138,15 +158,8 @@ async def bed(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Bed]:
     directory = tmp_path_factory.mktemp("aggregated")
     async with run_emulator("karmada", name="karmada") as cp:
         server = KarmadaAggregatedApiserver(directory)
-        cp.api.services[server.SERVICE_KEY] = server.address
-        config = cp.write_kubeconfig(
-            directory / "karmada.config",
-            user="system:karmada:karmada-aggregated-apiserver",
-            groups=["system:masters"],
-        )
-        await server.start(config)
+        await _serve(cp, server, directory / "karmada.config")
         try:
-            await _aggregate(cp, server)
             async with contextlib.AsyncExitStack() as stack:
                 hub = await stack.enter_async_context(open_hub("stock", cluster_ca_pem=cp.ca_pem))
                 ca_file = directory / "proxy-server-ca.crt"
@@ -656,38 +669,14 @@ needs_metrics_adapter = pytest.mark.skipif(
     upstream.binary(upstream.METRICS_ADAPTER) is None,
     reason=upstream.missing_reason(upstream.METRICS_ADAPTER),
 )
-METRICS_APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1beta1.metrics.k8s.io"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def metrics_adapter(bed: Bed) -> AsyncIterator[KarmadaMetricsAdapter]:
     """karmada-metrics-adapter on the control plane, Available behind its APIService."""
     adapter = KarmadaMetricsAdapter(bed.dir)
-    bed.cp.api.services[adapter.SERVICE_KEY] = adapter.address
-    config = bed.cp.write_kubeconfig(
-        bed.dir / "metrics-adapter.kubeconfig",
-        user="system:karmada:karmada-metrics-adapter",
-        groups=["system:masters"],
-    )
-    await adapter.start(config)
+    await _serve(bed.cp, adapter, bed.dir / "metrics-adapter.kubeconfig")
     try:
-        async with bed.cp.client() as client:
-            service = adapter.service()
-            path = f"/api/v1/namespaces/{adapter.NAMESPACE}/services"
-            (await client.post(path, json=service)).raise_for_status()
-            apiservice = adapter.apiservice()
-            (
-                await client.post(METRICS_APISERVICE.rpartition("/")[0], json=apiservice)
-            ).raise_for_status()
-            await polling.eventually(
-                lambda: client.get(METRICS_APISERVICE),
-                until=lambda r: any(
-                    c["type"] == "Available" and c["status"] == "True"
-                    for c in (r.json().get("status") or {}).get("conditions") or []
-                ),
-                timeout=30,
-                what="karmada-metrics-adapter Available",
-            )
         yield adapter
     finally:
         await adapter.stop()
@@ -740,38 +729,14 @@ async def test_the_metrics_adapter_answers_with_the_nat_members_pod_usage(
 needs_search = pytest.mark.skipif(
     upstream.binary(upstream.SEARCH) is None, reason=upstream.missing_reason(upstream.SEARCH)
 )
-SEARCH_APISERVICE = "/apis/apiregistration.k8s.io/v1/apiservices/v1alpha1.search.karmada.io"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def search(bed: Bed) -> AsyncIterator[KarmadaSearch]:
     """karmada-search on the control plane (its own etcd), Available behind its APIService."""
     server = KarmadaSearch(bed.dir / "search")
-    bed.cp.api.services[server.SERVICE_KEY] = server.address
-    config = bed.cp.write_kubeconfig(
-        bed.dir / "search.kubeconfig",
-        user="system:karmada:karmada-search",
-        groups=["system:masters"],
-    )
-    await server.start(config)
+    await _serve(bed.cp, server, bed.dir / "search.kubeconfig")
     try:
-        async with bed.cp.client() as client:
-            service = server.service()
-            path = f"/api/v1/namespaces/{server.NAMESPACE}/services"
-            (await client.post(path, json=service)).raise_for_status()
-            apiservice = server.apiservice()
-            (
-                await client.post(SEARCH_APISERVICE.rpartition("/")[0], json=apiservice)
-            ).raise_for_status()
-            await polling.eventually(
-                lambda: client.get(SEARCH_APISERVICE),
-                until=lambda r: any(
-                    c["type"] == "Available" and c["status"] == "True"
-                    for c in (r.json().get("status") or {}).get("conditions") or []
-                ),
-                timeout=30,
-                what="karmada-search Available",
-            )
         yield server
     finally:
         await server.stop()

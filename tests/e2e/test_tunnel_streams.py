@@ -36,8 +36,8 @@ from emulator.emulator import Emulator, run_emulator
 from emulator.kubelet.ports import pattern
 from tests import polling
 from tests.agent.tunnel.harness import HUB_KINDS, Hub, open_hub
-from tests.e2e.cluster_proxy import PROXY_RULE, grant, ship_impersonation
-from tests.e2e.support import client_for, running_agent
+from tests.e2e.cluster_proxy import grant, ship_impersonation, tunnelled_agent
+from tests.e2e.support import client_for
 from tests.kubectl_streams import FORWARDING, WIRES, kubectl_on_terminal
 from tests.kubectl_streams import kubectl_result as kubectl
 
@@ -102,25 +102,8 @@ async def bed(
         run_emulator("member", name=CLUSTER, knobs=knobs) as member,
         open_hub(request.param, cluster_ca_pem=cp.ca_pem) as hub,
     ):
-        karmada_kc = cp.write_kubeconfig(
-            directory / "karmada", user=f"system:karmada:agent:{CLUSTER}", groups=["system:masters"]
-        )
-        ca_file = directory / "proxy-server-ca.crt"
-        ca_file.write_bytes(hub.server_ca.cert_pem)
-        async with cp.client() as front:
-            await grant(front, "edge-proxy", [{**PROXY_RULE, "resourceNames": [CLUSTER]}],
-                        ["alice", "mallory"])  # fmt: skip
-        async with running_agent(
-            karmada_kc,
-            member.write_kubeconfig(directory / "member"),
-            CLUSTER,
-            f"--tunnel-server-address={hub.agent_address}",
-            f"--tunnel-server-ca-file={ca_file}",
-            "--tunnel-server-name=localhost",
-            f"--tunnel-proxy-url={hub.connect_url}",
-        ) as (_, agent):
-            tunnel = await polling.eventually(lambda: agent.tunnel, what="the tunnel built")
-            await asyncio.wait_for(tunnel.connected.wait(), 20)
+        member_kc = member.write_kubeconfig(directory / "member")
+        async with tunnelled_agent(cp, member_kc, hub, directory, CLUSTER):
             karmada = await client_for(cp.write_kubeconfig(directory / "cp-admin"))
             cluster = await polling.eventually(
                 lambda: karmada.get(CLUSTERS, CLUSTER), retry_on=(Exception,), what="registered"

@@ -92,18 +92,7 @@ async def test_exec_plugin_token_is_rerun_on_refresh(tmp_path: Path) -> None:
         "'kind': 'ExecCredential', 'status': {'token': f'tok{n}'}}))\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
-    path = kubeconfig(
-        tmp_path / "kc",
-        {
-            "exec": {
-                "apiVersion": "client.authentication.k8s.io/v1",
-                "command": sys.executable,
-                "args": [str(script)],
-                "interactiveMode": "Never",
-            }
-        },
-        {"server": "https://api:6443"},
-    )
+    path = exec_kubeconfig(tmp_path, script)
     cfg = await load_kubeconfig(path)
     assert cfg.token_source is not None
     assert await cfg.token_source.authorization() == "Bearer tok1"
@@ -111,13 +100,8 @@ async def test_exec_plugin_token_is_rerun_on_refresh(tmp_path: Path) -> None:
     assert await cfg.token_source.authorization() == "Bearer tok2"
 
 
-def exec_plugin_kubeconfig(tmp_path: Path) -> str:
-    script = tmp_path / "plugin.py"
-    script.write_text(
-        "import json\n"
-        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
-        "'kind': 'ExecCredential', 'status': {'token': 'from-plugin'}}))\n"
-    )
+def exec_kubeconfig(tmp_path: Path, script: Path) -> str:
+    """A kubeconfig whose user runs the Python `script` as its client-go exec plugin."""
     return kubeconfig(
         tmp_path / "kc",
         {
@@ -130,6 +114,16 @@ def exec_plugin_kubeconfig(tmp_path: Path) -> str:
         },
         {"server": "https://api:6443"},
     )
+
+
+def exec_plugin_kubeconfig(tmp_path: Path) -> str:
+    script = tmp_path / "plugin.py"
+    script.write_text(
+        "import json\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', "
+        "'kind': 'ExecCredential', 'status': {'token': 'from-plugin'}}))\n"
+    )
+    return exec_kubeconfig(tmp_path, script)
 
 
 async def test_exec_plugin_works_with_the_exec_auth_extra(tmp_path: Path) -> None:

@@ -51,6 +51,21 @@ async def start(reflector: Reflector) -> asyncio.Task[None]:
     return task
 
 
+async def break_watch_and_hold_the_next(api: Emulated) -> asyncio.Event:
+    """The server ends the reflector's (first) watch; the next one is made and waits for its
+    answer until the returned gate is set."""
+    gate = asyncio.Event()
+
+    async def hold_watches(call: Call) -> None:
+        if call.params.get("watch"):
+            await gate.wait()
+
+    api.wire.answers.append(hold_watches)
+    api.server.close()
+    await wait_for(lambda: len(api.wire.watch_calls()) == 2)
+    return gate
+
+
 async def stop(task: asyncio.Task[None]) -> None:
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
@@ -104,15 +119,7 @@ async def test_relist_on_watch_410_emits_synthetic_deltas() -> None:
     rec.events.clear()
     await wait_for(lambda: len(api.wire.watch_calls()) == 1)
     # The server ends the watch; the next one waits while the server changes and compacts.
-    gate = asyncio.Event()
-
-    async def hold_watches(call: Call) -> None:
-        if call.params.get("watch"):
-            await gate.wait()
-
-    api.wire.answers.append(hold_watches)
-    api.server.close()
-    await wait_for(lambda: len(api.wire.watch_calls()) == 2)
+    gate = await break_watch_and_hold_the_next(api)
     # Meanwhile on the server: one changed, one deleted, one added.
     await api.admin.delete(f"{PATH}/gone")
     current = await api.admin.get(f"{PATH}/change")
@@ -389,15 +396,7 @@ async def test_after_a_relist_the_list_is_the_truth() -> None:
             write.answered(ours)
         # The watch breaks before it brings our write; the next one waits while the server
         # changes and compacts, and gets 410: relist.
-        gate = asyncio.Event()
-
-        async def hold_watches(call: Call) -> None:
-            if call.params.get("watch"):
-                await gate.wait()
-
-        api.wire.answers.append(hold_watches)
-        api.server.close()
-        await wait_for(lambda: len(api.wire.watch_calls()) == 2)
+        gate = await break_watch_and_hold_the_next(api)
         held.events.clear()  # the broken stream's: never delivered
         held.release()
         theirs = await api.admin.patch(f"{PATH}/a", {"data": {"v": "theirs"}}, MERGE)
