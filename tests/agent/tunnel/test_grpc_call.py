@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -139,13 +140,7 @@ async def test_a_send_cancelled_while_it_waits_for_window_leaves_the_stream_fram
         await calls.put(call)
         await finished.wait()
 
-    server = AgentServer(
-        server_id="s-1",
-        server_count=1,
-        ssl_context=server_ssl_context(cert, key, None),
-        on_call=hold,
-    )
-    await server.start()
+    server = await _agent_server(cert, key, hold)
     try:
         call = await open_call(ca, f"127.0.0.1:{server.port}")
         held = await asyncio.wait_for(calls.get(), 5)
@@ -189,6 +184,20 @@ def _data_packet(connect_id: int, data: bytes) -> bytes:
     return packets.encode(packets.data(connect_id, data))
 
 
+async def _agent_server(
+    cert: bytes, key: bytes, on_call: Callable[[AgentCall], Awaitable[None]]
+) -> AgentServer:
+    """One proxy-server instance's agent endpoint, started, handing each call to `on_call`."""
+    server = AgentServer(
+        server_id="s-1",
+        server_count=1,
+        ssl_context=server_ssl_context(cert, key, None),
+        on_call=on_call,
+    )
+    await server.start()
+    return server
+
+
 async def test_closing_the_call_fails_the_send_being_written() -> None:
     """A send whose message the writer has begun, stuck on the server's window, ends with a
     GrpcError when the call closes (a relay's window waits on it), instead of never."""
@@ -199,13 +208,7 @@ async def test_closing_the_call_fails_the_send_being_written() -> None:
     async def hold(call: AgentCall) -> None:
         await finished.wait()  # never reads
 
-    server = AgentServer(
-        server_id="s-1",
-        server_count=1,
-        ssl_context=server_ssl_context(cert, key, None),
-        on_call=hold,
-    )
-    await server.start()
+    server = await _agent_server(cert, key, hold)
     try:
         call = await open_call(ca, f"127.0.0.1:{server.port}")
         stuck = call.submit(_data_packet(1, bytes(100_000)))  # more than the 65,535 window
