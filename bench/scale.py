@@ -260,9 +260,8 @@ async def restart_one(name: str, args: argparse.Namespace) -> list[JSON]:
                 print(f"restart {number + 1}/{len(args.signals)}: {kind}", flush=True)
                 setting = _Restart(number, len(args.signals), kind, changes, args, tracker, plan)
                 run, agent, pid = await setting.run(
-                    agent, names, client, member_admin, sides, directory
+                    agent, names, client, member_admin, sides, directory, started_agents
                 )
-                started_agents.append(agent)
                 names = names + run.pop("new_work_names")
                 run["first_applied_in_seconds"] = round(applied_in, 1)
                 run["logs"] = str(directory)
@@ -310,7 +309,10 @@ class _Restart:
         member_admin: KubeClient,
         sides: dict[str, EmulatorProcess],
         directory: Path,
+        started: list[AgentUnderTest],
     ) -> tuple[JSON, AgentUnderTest, int]:
+        """`started`: every agent started is added to it at once, for the caller to stop
+        whatever happens."""
         args = self.args
         if self.signal == "KILL":
             await kill(agent)
@@ -323,6 +325,7 @@ class _Restart:
             await _offline(sides["control_plane"], args.offline_seconds)
         cp, member = sides["control_plane"], sides["member"]
         agent = make_agent(agent.name, lifted_flags(args.lifted), args.agent_python)
+        started.append(agent)
         restarted = time.monotonic()
         try:
             pid = await agent.start(cp, member, _fresh(directory, f"restart-{self.number + 1}"))
@@ -334,6 +337,7 @@ class _Restart:
             await wait_until(_reachable(client), args.offline_seconds + 60, "back online")
             await agent.stop()
             agent = make_agent(agent.name, lifted_flags(args.lifted), args.agent_python)
+            started.append(agent)
             again = _fresh(directory, f"restart-{self.number + 1}-again")
             pid = await agent.start(cp, member, again)
         cpu_before = cpu_seconds(pid)
