@@ -330,9 +330,15 @@ async def delete_all(bed: Bed, held: int, concurrency: int) -> JSON:
     cpu = (cpu_seconds(bed.cp.pid), cpu_seconds(bed.member.pid))
     began = time.perf_counter()
 
+    done = [0]
+
     async def one(i: int) -> None:
         await bed.delete_work(i)
         await bed.delete_object(i)
+        done[0] += 1
+        if done[0] % PROGRESS_EVERY == 0:
+            rate = done[0] / (time.perf_counter() - began)
+            print(f"  deleted {done[0]} Works and objects ({rate:.0f}/s)", flush=True)
 
     await _run(range(held), concurrency, one)
     seconds = time.perf_counter() - began
@@ -374,6 +380,8 @@ async def run(args: argparse.Namespace) -> JSON:
                 print(f"sampling at {held}", flush=True)
                 samples += await sample(bed, held, args)
                 print_rows([r for r in samples if r["held"] == held])
+            if args.delete_all:
+                print(f"deleting all {held}", flush=True)
             deletion = await delete_all(bed, held, args.concurrency) if args.delete_all else {}
             if deletion:
                 footprints.append(footprint(bed, 0))
