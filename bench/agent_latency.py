@@ -59,6 +59,8 @@ LIFTED_LIMITS = (
 )  # fmt: skip
 # The agent's requests are done once their counts stayed the same over this many seconds.
 SETTLE_WINDOW = 2.0
+# A progress line every this many Works created.
+CREATE_PROGRESS = 2000
 # Requests of the benchmark itself at once (deleting Works).
 BENCH_CONCURRENCY = 32
 _PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -125,11 +127,33 @@ async def cluster_ready(client: KubeClient) -> bool:
     )
 
 
-async def wait_until(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
+# Seconds between progress lines of a long wait.
+PROGRESS_PERIOD = 15.0
+
+
+def patience(works: int, floor: float = 300.0, per_work: float = 0.2) -> float:
+    """A wait's timeout that grows with the Works in play (a 20,000-Work run at an agent's
+    default QPS takes many minutes where 200 Works take seconds)."""
+    return max(floor, works * per_work)
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[bool]],
+    timeout: float,
+    what: str,
+    progress: Callable[[], str] | None = None,
+) -> None:
+    """Poll `check` until true; with `progress`, a line of it every PROGRESS_PERIOD seconds."""
+    started = time.monotonic()
+    deadline = started + timeout
+    next_report = started + PROGRESS_PERIOD
     while not await check():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise TimeoutError(what)
+        if progress is not None and now >= next_report:
+            print(f"  {what}: {progress()} ({now - started:.0f} s)", flush=True)
+            next_report = now + PROGRESS_PERIOD
         await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
 
 
@@ -275,11 +299,16 @@ async def _phases(
         names = [f"{PREFIX}{i}" for i in range(works)]
         load_started = time.monotonic()
         await _create_works(client, tracker, names, rate, load_started)
-        await wait_until(tracker.all_applied(names), 600, "every Work applied")
+        await wait_until(
+            tracker.all_applied(names),
+            patience(works, 600),
+            "every Work applied",
+            tracker.count(tracker.applied, names),
+        )
         load_seconds = time.monotonic() - load_started
         # Status and Events of the last Works may still be on their way: settle first.
-        await wait_until(_settled_factory(pid), 120, "agent idle after the load")
-        await wait_until(_requests_settled(sides), 300, "agent's requests settled")
+        await wait_until(_settled_factory(pid), patience(works, 120), "agent idle after the load")
+        await wait_until(_requests_settled(sides), patience(works), "agent's requests settled")
         # Less the sampling window that found them quiet.
         settled_seconds = time.monotonic() - load_started - SETTLE_WINDOW
         after_rss = rss_mib(pid)
@@ -379,6 +408,8 @@ async def _create_works(
             await asyncio.sleep(max(0.0, started + i / rate - time.monotonic()))
         tracker.created[name] = time.monotonic()
         await client.create(WORKS, control_plane_work(CLUSTER, name, [manifest(i)]), namespace=ES)
+        if (i + 1) % CREATE_PROGRESS == 0 and i + 1 < len(names):
+            print(f"  created {i + 1}/{len(names)} Works", flush=True)
 
 
 async def _delete_all(
@@ -391,7 +422,7 @@ async def _delete_all(
     """Delete every Work at once; the time until all are gone (the agent removed its finalizer)
     and their member objects deleted, and what the agent asked of each side meanwhile."""
     member = sides["member"].admin
-    objects = [member_object(int(name.removeprefix(PREFIX))) for name in names]
+    objects = {member_object(int(name.removeprefix(PREFIX))) for name in names}
     before = {side: await _requests(emu) for side, emu in sides.items()}
     cpu_before = cpu_seconds(pid)
     limit = asyncio.Semaphore(BENCH_CONCURRENCY)
@@ -403,7 +434,12 @@ async def _delete_all(
 
     started = time.monotonic()
     await asyncio.gather(*(delete(name) for name in names))
-    await wait_until(tracker.all_gone(names), 600, "every Work gone")
+    await wait_until(
+        tracker.all_gone(names),
+        patience(len(names), 600),
+        "every Work gone",
+        tracker.count(tracker.gone, names),
+    )
     works_gone = time.monotonic() - started
 
     async def member_objects_gone() -> bool:
@@ -415,9 +451,13 @@ async def _delete_all(
 
     # Upstream removes the finalizer after its delete requests were answered, ours too: the
     # objects are normally gone already; this only confirms it.
-    await wait_until(member_objects_gone, 120, "every member object deleted")
+    await wait_until(member_objects_gone, patience(len(names), 120), "every member object deleted")
     seconds = time.monotonic() - started
-    await wait_until(_requests_settled(sides), 120, "agent's requests settled after deleting")
+    await wait_until(
+        _requests_settled(sides),
+        patience(len(names), 120),
+        "agent's requests settled after deleting",
+    )
     count = len(names)
     return {
         "delete_all_seconds": round(seconds, 2),
@@ -515,6 +555,8 @@ class _WorkTracker:
         self.created: dict[str, float] = {}
         self.applied: dict[str, float] = {}
         self.gone: dict[str, float] = {}
+        # The Works whose latest version seen is Applied=True.
+        self.applied_now: set[str] = set()
 
     def has_applied(self, name: str) -> Callable[[], Awaitable[bool]]:
         async def check() -> bool:
@@ -534,6 +576,16 @@ class _WorkTracker:
 
         return check
 
+    def all_applied_now(self, names: list[str]) -> Callable[[], Awaitable[bool]]:
+        async def check() -> bool:
+            return all(name in self.applied_now for name in names)
+
+        return check
+
+    def count(self, seen: dict[str, float] | set[str], names: list[str]) -> Callable[[], str]:
+        """A progress line: how many of `names` are in `seen`."""
+        return lambda: f"{sum(1 for n in names if n in seen)}/{len(names)}"
+
     async def watch(self, client: KubeClient) -> None:
         resource_version = "0"
         while True:
@@ -548,7 +600,13 @@ class _WorkTracker:
                         resource_version = str(meta.get("resourceVersion") or resource_version)
                         if event.get("type") == "DELETED":
                             self.gone.setdefault(name, time.monotonic())
-                        elif name not in self.applied and applied(work):
+                            self.applied_now.discard(name)
+                            continue
+                        if not applied(work):
+                            self.applied_now.discard(name)
+                            continue
+                        self.applied_now.add(name)
+                        if name not in self.applied:
                             self.applied[name] = time.monotonic()
 
 

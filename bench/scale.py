@@ -4,8 +4,8 @@ processes of their own.
 
     python -m bench.scale burst   [--works 20000] [--lifted] [--steady-seconds 60]
                                   [--agents ours,go] [--plot docs/scale-latency.png]
-    python -m bench.scale restart [--works 20000] [--changes 80] [--signal TERM|KILL]
-                                  [--offline-start [--offline-seconds 30]] [--lifted]
+    python -m bench.scale restart [--works 20000] [--signals TERM,KILL,offline]
+                                  [--changes 80[,80,...]] [--offline-seconds 30] [--lifted]
                                   [--agents ours,go]
     python -m bench.scale fleet   [--clusters 100] [--burst 10] [--idle-seconds 60]
                                   [--agents ours,go]
@@ -17,15 +17,21 @@ deleted), with the agent holding the Works for `--steady-seconds` first (idle CP
 minute), and the share of Works reported before one created earlier. `--plot` draws the
 latency distributions of the agents side by side (matplotlib, the `bench` extra).
 
-restart: N Works applied and the agent idle; the agent stopped (SIGTERM, or SIGKILL); while it
-is down, a quarter of `--changes` each: member objects deleted, member objects edited, Works
-changed, Works created; then started again (with `--offline-start`, while the control plane is
-unreachable for `--offline-seconds`). Reported: seconds until the changes are corrected, until every Work is
-Applied again, until the agent is quiet (its CPU and requests settled: every Work verified),
-and its writes to each side meanwhile (member writes beyond the changes are applies of
-unchanged objects; status writes and Events of unchanged Works). Upstream's agent exits when the
-control plane is unreachable at its start: it is started again once it answers, as its Pod
-would be restarted (without the kubelet's backoff).
+restart: N Works applied and the agent idle, then each restart of `--signals` in turn over that
+one applied set (the agent idle again before the next): the agent stopped (TERM: SIGTERM,
+KILL: SIGKILL); while it is down, a quarter of `--changes` (one number, or one per restart)
+each: member objects deleted, member objects edited, Works changed, Works created, on Works no
+other restart touches; then started again (with "+offline", e.g. TERM+offline or KILL+offline,
+"offline" alone being TERM+offline: while the control plane is unreachable for
+`--offline-seconds`). Reported for each restart separately: seconds until the changes are
+corrected, until every Work is Applied again, until the agent is quiet (its CPU and requests
+settled: every Work verified), and its writes to each side meanwhile (member writes beyond the
+changes are applies of unchanged objects; status writes and Events of unchanged Works).
+Upstream's agent exits when the control plane is unreachable at its start: it is started again
+once it answers, as its Pod would be restarted (without the kubelet's backoff).
+
+Waits scale with the Works (bench.agent_latency.patience) and long ones print progress, so
+that a 20,000-Work run neither times out nor runs silent.
 
 fleet: one control-plane emulator, `--clusters` member emulators (a process each) and as many
 agents; idle, then a burst of `--burst` Works per cluster: the agents' connections to the
@@ -67,6 +73,7 @@ from .agent_latency import (
     LIFTED_LIMITS,
     NAMESPACE,
     PREFIX,
+    SETTLE_WINDOW,
     AgentUnderTest,
     OurAgent,
     _create_works,
@@ -81,6 +88,7 @@ from .agent_latency import (
     manifest,
     measure,
     member_object,
+    patience,
     rss_mib,
     tcp_connections,
     wait_until,
@@ -93,6 +101,8 @@ from .side_by_side import CONTROL_PLANE_LIFTED, UpstreamAgent
 JSON = dict[str, Any]
 WRITE_VERBS = ("create", "update", "patch", "delete")
 LEASE_NAMESPACE = "karmada-cluster"
+# The replicas a changed Work's Deployment gets while the agent is down.
+CHANGED_REPLICAS = 3
 
 
 def lifted_flags(lifted: bool) -> list[str]:
@@ -180,15 +190,38 @@ def plot(runs: list[JSON], path: Path) -> None:
 # --- restart ----------------------------------------------------------------------------------
 
 
+RESTART_KINDS = ("TERM", "KILL", "TERM+offline", "KILL+offline")
+
+
+def restart_kinds(text: str) -> list[str]:
+    """`--signals`: how each restart stops and starts the agent, in order: TERM or KILL, and
+    with "+offline" the control plane unreachable at the start ("offline" alone: TERM+offline)."""
+    kinds = ["TERM+offline" if k == "offline" else k for k in text.split(",") if k]
+    wrong = [k for k in kinds if k not in RESTART_KINDS]
+    if wrong or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"{','.join(wrong) or 'nothing'}: each is one of {', '.join(RESTART_KINDS)}, offline"
+        )
+    return kinds
+
+
+def changes_per_restart(text: str) -> list[int]:
+    return [int(n) for n in text.split(",")]
+
+
 async def restart(args: argparse.Namespace) -> list[JSON]:
+    if len(args.changes) not in (1, len(args.signals)):
+        raise SystemExit("--changes: one number, or one per restart in --signals")
     runs = []
     for name in available(args.agents):
-        print(f"restart: {name}, {args.works} Works, SIG{args.signal}", flush=True)
-        runs.append(await restart_one(name, args))
+        print(f"restart: {name}, {args.works} Works, {','.join(args.signals)}", flush=True)
+        runs += await restart_one(name, args)
     return runs
 
 
-async def restart_one(name: str, args: argparse.Namespace) -> JSON:
+async def restart_one(name: str, args: argparse.Namespace) -> list[JSON]:
+    """One applied set of Works, then each restart of `--signals` over it in turn (the agent
+    idle again before the next)."""
     directory = Path(tempfile.mkdtemp(prefix="scale-restart-"))
     flags = lifted_flags(args.lifted)
     async with (
@@ -199,91 +232,165 @@ async def restart_one(name: str, args: argparse.Namespace) -> JSON:
         sides = {"control_plane": cp, "member": member}
         tracker = _WorkTracker()
         watcher = asyncio.create_task(tracker.watch(client))
-        first = make_agent(name, flags, args.agent_python)
-        second: AgentUnderTest | None = None
+        agent = make_agent(name, flags, args.agent_python)
+        started_agents = [agent]
         try:
             await client.create(NAMESPACES, _namespace(NAMESPACE))
             (directory / "first").mkdir()
-            pid = await first.start(cp, member, directory / "first")
+            pid = await agent.start(cp, member, directory / "first")
             await wait_until(lambda: cluster_ready(client), 120, "Cluster Ready")
             await _member_namespace(client, tracker)
             names = [f"{PREFIX}{i}" for i in range(args.works)]
             started = time.monotonic()
             await _create_works(client, tracker, names, 0.0, started)
-            await wait_until(tracker.all_applied(names), 3600, "every Work applied")
+            wait = patience(args.works, 600)
+            count = tracker.count(tracker.applied, names)
+            await wait_until(tracker.all_applied(names), wait, "every Work applied", count)
             applied_in = time.monotonic() - started
-            await wait_until(_settled_factory(pid), 300, "agent idle")
-            await wait_until(_requests_settled(sides), 300, "agent's requests settled")
-            if args.signal == "KILL":
-                await kill(first)
-            await first.stop()
-
-            changed = await _change_while_down(client, member_admin, args.works, args.changes)
-            before = {side: await _requests(emu) for side, emu in sides.items()}
-            if args.offline_start:
-                await _offline(cp, args.offline_seconds)
-            second = make_agent(name, flags, args.agent_python)
-            (directory / "second").mkdir()
-            restarted = time.monotonic()
-            try:
-                pid = await second.start(cp, member, directory / "second")
-            except RuntimeError:
-                if not args.offline_start:
-                    raise
-                # Upstream's agent exits when the control plane is unreachable at its start:
-                # started again once it answers, as its Pod would be (without the backoff).
-                await wait_until(_reachable(client), args.offline_seconds + 60, "back online")
-                await second.stop()
-                second = make_agent(name, flags, args.agent_python)
-                (directory / "second-again").mkdir()
-                pid = await second.start(cp, member, directory / "second-again")
-            cpu_before = cpu_seconds(pid)
-            corrected = _corrected(member_admin, changed, offline=args.offline_start)
-            await wait_until(corrected, 3600, "member changes corrected")
-            corrected_in = time.monotonic() - restarted
-            back_in = None
-            if args.offline_start:
-                await wait_until(_reachable(client), args.offline_seconds + 60, "back online")
-                back_in = time.monotonic() - restarted
-            everything = names + changed["new_works"]
-            await wait_until(_all_applied_again(client, everything, changed), 3600, "applied")
-            applied_again_in = time.monotonic() - restarted
-            await wait_until(_corrected(member_admin, changed, offline=False), 600, "corrected")
-            await wait_until(_settled_factory(pid), 600, "agent idle after the restart")
-            await wait_until(_requests_settled(sides), 600, "requests settled after the restart")
-            quiet_in = time.monotonic() - restarted - 2.0
-            during = {
-                side: _delta(await _requests(emu), before[side]) for side, emu in sides.items()
-            }
-            return {
-                "agent": name,
-                "works": args.works,
-                "flags": " ".join(flags),
-                "signal": f"SIG{args.signal}",
-                "offline_start": args.offline_start,
-                "changes": {k: len(v) for k, v in changed.items()},
-                "first_applied_in_seconds": round(applied_in, 1),
-                "changes_corrected_after_seconds": round(corrected_in, 2),
-                "control_plane_back_after_seconds": back_in and round(back_in, 2),
-                "every_work_applied_after_seconds": round(applied_again_in, 2),
-                "quiet_after_seconds": round(quiet_in, 1),
-                "agent_cpu_seconds": round(cpu_seconds(pid) - cpu_before, 2),
-                "agent_rss_mib": round(rss_mib(pid), 1),
-                "member_writes": writes(during["member"]),
-                "member_writes_total": sum(writes(during["member"]).values()),
-                "control_plane_writes": writes(during["control_plane"]),
-                "control_plane_writes_total": sum(writes(during["control_plane"]).values()),
-                "logs": str(directory),
-            }
+            await wait_until(_settled_factory(pid), wait, "agent idle")
+            await wait_until(_requests_settled(sides), wait, "agent's requests settled")
+            runs = []
+            per_restart = [
+                args.changes[number if len(args.changes) > 1 else 0]
+                for number in range(len(args.signals))
+            ]
+            plan = _ChangePlan(args.works, per_restart)
+            for number, kind in enumerate(args.signals):
+                changes = per_restart[number]
+                print(f"restart {number + 1}/{len(args.signals)}: {kind}", flush=True)
+                setting = _Restart(number, len(args.signals), kind, changes, args, tracker, plan)
+                run, agent, pid = await setting.run(
+                    agent, names, client, member_admin, sides, directory, started_agents
+                )
+                names = names + run.pop("new_work_names")
+                run["first_applied_in_seconds"] = round(applied_in, 1)
+                run["logs"] = str(directory)
+                runs.append(run)
+            return runs
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watcher
-            for agent in (first, second):
-                if agent is not None:
-                    await agent.stop()
+            for started_agent in started_agents:
+                await started_agent.stop()
             await client.close()
             await member_admin.close()
+
+
+class _Restart:
+    """One restart: the agent stopped by `kind`'s signal, `changes` made while it is down
+    (Works and objects no earlier restart touched), started again (with "+offline", while the
+    control plane is unreachable for --offline-seconds), measured until quiet."""
+
+    def __init__(
+        self,
+        number: int,
+        total: int,
+        kind: str,
+        changes: int,
+        args: argparse.Namespace,
+        tracker: _WorkTracker,
+        plan: _ChangePlan,
+    ) -> None:
+        self.tracker = tracker
+        self.plan = plan
+        self.number = number
+        self.total = total
+        self.signal, _, offline = kind.partition("+")
+        self.offline = bool(offline)
+        self.changes = changes
+        self.args = args
+
+    async def run(
+        self,
+        agent: AgentUnderTest,
+        names: list[str],
+        client: KubeClient,
+        member_admin: KubeClient,
+        sides: dict[str, EmulatorProcess],
+        directory: Path,
+        started: list[AgentUnderTest],
+    ) -> tuple[JSON, AgentUnderTest, int]:
+        """`started`: every agent started is added to it at once, for the caller to stop
+        whatever happens."""
+        args = self.args
+        if self.signal == "KILL":
+            await kill(agent)
+        await agent.stop()
+        changed = await _change_while_down(
+            client, member_admin, args.works, self.changes, self.plan
+        )
+        before = {side: await _requests(emu) for side, emu in sides.items()}
+        if self.offline:
+            await _offline(sides["control_plane"], args.offline_seconds)
+        cp, member = sides["control_plane"], sides["member"]
+        agent = make_agent(agent.name, lifted_flags(args.lifted), args.agent_python)
+        started.append(agent)
+        restarted = time.monotonic()
+        try:
+            pid = await agent.start(cp, member, _fresh(directory, f"restart-{self.number + 1}"))
+        except RuntimeError:
+            if not self.offline:
+                raise
+            # Upstream's agent exits when the control plane is unreachable at its start:
+            # started again once it answers, as its Pod would be (without the backoff).
+            await wait_until(_reachable(client), args.offline_seconds + 60, "back online")
+            await agent.stop()
+            agent = make_agent(agent.name, lifted_flags(args.lifted), args.agent_python)
+            started.append(agent)
+            again = _fresh(directory, f"restart-{self.number + 1}-again")
+            pid = await agent.start(cp, member, again)
+        cpu_before = cpu_seconds(pid)
+        wait = patience(len(names), 600)
+        corrected = _corrected(member_admin, changed, offline=self.offline)
+        await wait_until(corrected, wait, "member changes corrected")
+        corrected_in = time.monotonic() - restarted
+        back_in = None
+        if self.offline:
+            await wait_until(_reachable(client), args.offline_seconds + 60, "back online")
+            back_in = time.monotonic() - restarted
+        everything = names + changed["new_works"]
+        # Applied=True as of each Work's latest version (from the watch, not a LIST of every
+        # Work at each poll); a changed Work's object tells whether its change is applied.
+        await wait_until(
+            self.tracker.all_applied_now(everything),
+            wait,
+            "every Work applied",
+            self.tracker.count(self.tracker.applied_now, everything),
+        )
+        applied_again_in = time.monotonic() - restarted
+        await wait_until(_corrected(member_admin, changed, offline=False), wait, "corrected")
+        await wait_until(_settled_factory(pid), wait, "agent idle after the restart")
+        await wait_until(_requests_settled(sides), wait, "requests settled after the restart")
+        quiet_in = time.monotonic() - restarted - SETTLE_WINDOW
+        during = {side: _delta(await _requests(emu), before[side]) for side, emu in sides.items()}
+        run = {
+            "agent": agent.name,
+            "works": args.works,
+            "flags": " ".join(lifted_flags(args.lifted)),
+            "restart": f"{self.number + 1} of {self.total}",
+            "signal": f"SIG{self.signal}",
+            "offline_start": self.offline,
+            "changes": {k: len(v) for k, v in changed.items() if isinstance(v, list)},
+            "changes_corrected_after_seconds": round(corrected_in, 2),
+            "control_plane_back_after_seconds": back_in and round(back_in, 2),
+            "every_work_applied_after_seconds": round(applied_again_in, 2),
+            "quiet_after_seconds": round(quiet_in, 1),
+            "agent_cpu_seconds": round(cpu_seconds(pid) - cpu_before, 2),
+            "agent_rss_mib": round(rss_mib(pid), 1),
+            "member_writes": writes(during["member"]),
+            "member_writes_total": sum(writes(during["member"]).values()),
+            "control_plane_writes": writes(during["control_plane"]),
+            "control_plane_writes_total": sum(writes(during["control_plane"]).values()),
+            "new_work_names": changed["new_works"],
+        }
+        return run, agent, pid
+
+
+def _fresh(directory: Path, name: str) -> Path:
+    path = directory / name
+    path.mkdir()
+    return path
 
 
 async def _member_namespace(
@@ -301,15 +408,19 @@ def _namespace(name: str) -> JSON:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
 
 
+def _quarter(changes: int) -> int:
+    return max(changes // 4, 1)
+
+
 async def _change_while_down(
-    client: KubeClient, member: KubeClient, works: int, changes: int
-) -> dict[str, list[Any]]:
+    client: KubeClient, member: KubeClient, works: int, changes: int, plan: _ChangePlan
+) -> dict[str, Any]:
     """A quarter of `changes` each: member objects deleted, member objects edited (the
     ConfigMap's data value, the Deployment's replicas), Works changed the same way, Works created.
-    Spread over the Works, so that they are not the first in any order."""
-    quarter = max(changes // 4, 1)
-    step = max(works // (3 * quarter), 1)
-    picked = [works - 1 - i * step for i in range(3 * quarter)]
+    Spread over the Works, so that they are not the first in any order; each restart takes
+    Works and new names no other restart does (`plan`)."""
+    quarter = _quarter(changes)
+    picked = plan.pick(3 * quarter)
     deleted, edited, changed = (
         picked[:quarter],
         picked[quarter : 2 * quarter],
@@ -327,13 +438,38 @@ async def _change_while_down(
         if target["kind"] == "ConfigMap":
             target["data"] = {"changed": "yes"}
         else:
-            target["spec"]["replicas"] = 3
+            target["spec"]["replicas"] = CHANGED_REPLICAS
         await client.replace(WORKS, work, namespace=ES)
-    new = [f"{PREFIX}new-{i}" for i in range(quarter)]
-    for j, name in enumerate(new):
-        body = control_plane_work(CLUSTER, name, [manifest(works + j)])
-        await client.create(WORKS, body, namespace=ES)
+    new = []
+    for _ in range(quarter):
+        index = plan.new_index()
+        new.append(f"{PREFIX}new-{index}")
+        await client.create(
+            WORKS, control_plane_work(CLUSTER, new[-1], [manifest(index)]), namespace=ES
+        )
     return {"deleted": deleted, "edited": edited, "changed": changed, "new_works": new}
+
+
+class _ChangePlan:
+    """Which Works the restarts of one run change: every pick a Work no earlier pick took,
+    spread evenly from the last Work backwards; new Works numbered after the applied ones."""
+
+    def __init__(self, works: int, changes: list[int]) -> None:
+        self.picks = sum(3 * _quarter(n) for n in changes)
+        if self.picks > works:
+            raise SystemExit(f"{works} Works are too few for the changes {changes}")
+        self.works = works
+        self.step = works // self.picks
+        self.picked = 0
+        self.created = 0
+
+    def pick(self, count: int) -> list[int]:
+        first, self.picked = self.picked, self.picked + count
+        return [self.works - 1 - i * self.step for i in range(first, self.picked)]
+
+    def new_index(self) -> int:
+        self.created += 1
+        return self.works + self.created - 1
 
 
 def _edit(gvr: Any) -> JSON:
@@ -342,7 +478,7 @@ def _edit(gvr: Any) -> JSON:
 
 
 def _corrected(
-    member: KubeClient, changed: dict[str, list[Any]], *, offline: bool
+    member: KubeClient, changed: dict[str, Any], *, offline: bool
 ) -> Callable[[], Awaitable[bool]]:
     """Every object deleted is back and every edit undone; unless `offline` (the control plane
     away: only the record is known), also every changed Work's change applied."""
@@ -361,7 +497,10 @@ def _corrected(
                 obj = await member.get(gvr, name, namespace=NAMESPACE)
                 if gvr == CONFIGMAPS and (obj.get("data") or {}).get("changed") != "yes":
                     return False
-                if gvr == DEPLOYMENTS and (obj.get("spec") or {}).get("replicas") != 3:
+                if (
+                    gvr == DEPLOYMENTS
+                    and (obj.get("spec") or {}).get("replicas") != CHANGED_REPLICAS
+                ):
                     return False
         except NotFoundError:
             return False
@@ -374,30 +513,6 @@ def _looks_edited(gvr: Any, obj: JSON) -> bool:
     if gvr == CONFIGMAPS:
         return (obj.get("data") or {}).get("index") == "edited"
     return (obj.get("spec") or {}).get("replicas") == 5
-
-
-def _all_applied_again(
-    client: KubeClient, names: list[str], changed: dict[str, list[Any]]
-) -> Callable[[], Awaitable[bool]]:
-    """Every Work Applied=True; a changed Work since its change (its Applied condition is not
-    rewritten when it stays True, so its object tells: `_corrected`)."""
-
-    async def check() -> bool:
-        try:
-            listed = await client.list(WORKS, namespace=ES)
-        except KubeError:
-            return False
-        applied = {
-            str(w["metadata"]["name"])
-            for w in listed["items"]
-            if any(
-                c.get("type") == "Applied" and c.get("status") == "True"
-                for c in (w.get("status") or {}).get("conditions") or ()
-            )
-        }
-        return all(name in applied for name in names)
-
-    return check
 
 
 def _reachable(client: KubeClient) -> Callable[[], Awaitable[bool]]:
@@ -591,9 +706,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
     parser.add_argument("--plot", default="")
-    parser.add_argument("--changes", type=int, default=80)
-    parser.add_argument("--signal", choices=("TERM", "KILL"), default="TERM")
-    parser.add_argument("--offline-start", action="store_true")
+    parser.add_argument(
+        "--changes",
+        type=changes_per_restart,
+        default=[80],
+        help="changes while the agent is down: one number, or one per restart (80,80,40)",
+    )
+    parser.add_argument(
+        "--signals",
+        type=restart_kinds,
+        default=["TERM"],
+        help="the restarts over one applied set, in order: TERM, KILL, TERM+offline, "
+        "KILL+offline (offline: TERM+offline), e.g. TERM,KILL,offline",
+    )
     parser.add_argument("--offline-seconds", type=float, default=30.0)
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--burst", type=int, default=10)

@@ -13,6 +13,7 @@ cache and etcd compaction do.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import builtins
 import json
 from collections import deque
@@ -108,6 +109,19 @@ class ResourceStore:
         self.floor = floor
         self.watchers: set[Watcher] = set()
         self.count = 0
+        # Every (namespace, name) held, sorted: lists and pages read it in key order without
+        # sorting everything at each request.
+        self.keys: builtins.list[tuple[str, str]] = []
+
+    def key_range(self, namespace: str | None) -> builtins.list[tuple[str, str]]:
+        if namespace is None:
+            return builtins.list(self.keys)
+        lo = bisect.bisect_left(self.keys, (namespace, ""))
+        hi = bisect.bisect_left(self.keys, (namespace + "\x00", ""))
+        return self.keys[lo:hi]
+
+    def stored(self, key: tuple[str, str]) -> Stored:
+        return self.objects[key[0]][key[1]]
 
 
 Listener = Callable[[GR, Event], None]
@@ -152,14 +166,7 @@ class Storage:
         store = self._stores.get(gr)
         if store is None:
             return []
-        if namespace is not None:
-            by_name = store.objects.get(namespace, {})
-            return [by_name[n] for n in sorted(by_name)]
-        out: builtins.list[Stored] = []
-        for ns in sorted(store.objects):
-            by_name = store.objects[ns]
-            out.extend(by_name[n] for n in sorted(by_name))
-        return out
+        return [store.stored(k) for k in store.key_range(namespace)]
 
     def list(self, gr: GR, namespace: str | None = None) -> builtins.list[JSON]:
         return [s.obj for s in self.list_stored(gr, namespace)]
@@ -179,29 +186,50 @@ class Storage:
         store = self._stores.get(gr)
         return store.floor if store else self._compacted
 
-    def snapshot(self, gr: GR, namespace: str | None, rv: int) -> builtins.list[JSON]:
-        """Objects as they were at revision `rv` (rewinding the event window), sorted by key."""
+    def snapshot(
+        self, gr: GR, namespace: str | None, rv: int, after: str = ""
+    ) -> builtins.list[JSON]:
+        """Objects as they were at revision `rv` (rewinding the event window), sorted by key;
+        with `after` (a "namespace/name" key), only those whose key sorts after it. Costs the
+        objects from `after` on and the events since `rv`, not a sort of everything: a
+        paged LIST reads a page at a time."""
         store = self._stores.get(gr)
         if store is None:
             return []
         if rv < store.floor:
             raise errors.gone("The resourceVersion for the provided list is too old.")
-        state: dict[tuple[str, str], JSON] = {}
-        for ns, by_name in store.objects.items():
-            if namespace is None or ns == namespace:
-                for name, stored in by_name.items():
-                    state[(ns, name)] = stored.obj
+        keys = store.key_range(namespace)
+        prefix = f"{namespace}/" if namespace is not None else None
+        if after and prefix is not None and after.startswith(prefix):
+            # One namespace: its keys order as their names do.
+            keys = keys[bisect.bisect_right(keys, (namespace, after[len(prefix) :])) :]
+        elif after:
+            keys = [k for k in keys if f"{k[0]}/{k[1]}" > after]
+        # What changed since `rv`: the state at `rv` of each key (None: not there yet).
+        then: dict[tuple[str, str], JSON | None] = {}
         for ev in reversed(store.history):
             if ev.rv <= rv:
                 break
             if namespace is not None and ev.namespace != namespace:
                 continue
-            key = (ev.namespace, ev.name)
             if ev.type == "ADDED":
-                state.pop(key, None)
+                then[(ev.namespace, ev.name)] = None
             elif ev.prev is not None:
-                state[key] = ev.prev
-        return [state[k] for k in sorted(state)]
+                then[(ev.namespace, ev.name)] = ev.prev
+        if not then:
+            return [store.stored(k).obj for k in keys]
+        gone_since = [
+            k
+            for k, obj in then.items()
+            if obj is not None
+            and k[1] not in store.objects.get(k[0], {})
+            and (not after or f"{k[0]}/{k[1]}" > after)
+        ]
+        if gone_since:
+            keys = sorted(keys + gone_since)
+        objects = store.objects
+        out = [then[k] if k in then else objects[k[0]][k[1]].obj for k in keys]
+        return [obj for obj in out if obj is not None]
 
     # --- writing ---
 
@@ -247,6 +275,7 @@ class Storage:
         name = obj["metadata"]["name"]
         stored = Stored(obj, _within_etcd_limit(encode_body(obj)), rv)
         store.objects.setdefault(ns, {})[name] = stored
+        bisect.insort(store.keys, (ns, name))
         store.count += 1
         self._record(store, Event("ADDED", rv, ns, name, obj, stored.body))
         return stored
@@ -271,6 +300,7 @@ class Storage:
         prev = by_name.pop(name)
         if not by_name:
             del store.objects[namespace]
+        del store.keys[bisect.bisect_left(store.keys, (namespace, name))]
         store.count -= 1
         rv = self._next()
         final = self._stamp(dict(prev.obj), rv)

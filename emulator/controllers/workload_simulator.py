@@ -327,13 +327,6 @@ def _owner(obj: JSON, kind: str) -> JSON:
     }
 
 
-def _owned_by(obj: JSON, owner: JSON) -> bool:
-    return any(
-        ref.get("uid") == owner["metadata"].get("uid")
-        for ref in obj.get("metadata", {}).get("ownerReferences") or []
-    )
-
-
 async def _ensure_replicaset(
     ctx: ControllerContext, deployment: JSON, replicasets: Subscription
 ) -> None:
@@ -348,9 +341,7 @@ async def _ensure_replicaset(
     selector.setdefault("matchLabels", {})["pod-template-hash"] = pod_hash
     replicas = _replicas(deployment)
     path = f"/apis/apps/v1/namespaces/{namespace}/replicasets"
-    for rs in replicasets.items(namespace):
-        if not _owned_by(rs, deployment):
-            continue
+    for rs in replicasets.owned_by(namespace, meta.get("uid", "")):
         wanted = replicas if rs["metadata"]["name"] == name else 0
         if _replicas(rs) != wanted:
             updated = copy.deepcopy(rs)
@@ -375,7 +366,7 @@ async def _ensure_replicaset(
 async def _ensure_pods(ctx: ControllerContext, rs: JSON, pods: Subscription, nodes: Nodes) -> None:
     meta = rs["metadata"]
     namespace = meta.get("namespace", "default")
-    owned = [p for p in pods.items(namespace) if _owned_by(p, rs)]
+    owned = pods.owned_by(namespace, meta.get("uid", ""))
     wanted = _replicas(rs)
     path = f"/api/v1/namespaces/{namespace}/pods"
     for pod in owned[wanted:]:

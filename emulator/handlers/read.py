@@ -53,8 +53,9 @@ class Reads:
             else:
                 if snap_rv < self.storage.floor(gr):
                     raise expired_continue(start, snap_rv)
-                objs = self.storage.snapshot(gr, namespace, snap_rv)
+                objs = self.storage.snapshot(gr, namespace, snap_rv, after=start)
                 list_rv = snap_rv
+                start = ""  # the snapshot begins after it
         elif rv_text == "0" and rv_match != "Exact":
             # From the watch cache: any state; the cache ignores limit.
             objs = [s.obj for s in self.storage.list_stored(gr, namespace)]

@@ -1,11 +1,16 @@
-"""bench.scale's pure parts: the changes made while the agent is down, and the share of Works
-reported out of the order they came in."""
+"""bench.scale's pure parts: the changes made while the agent is down, the restarts of one run,
+the share of Works reported out of the order they came in."""
 
 from __future__ import annotations
 
+import argparse
+import itertools
+
+import pytest
+
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
-from bench.agent_latency import _out_of_order, _WorkTracker
-from bench.scale import _edit, _looks_edited
+from bench.agent_latency import _out_of_order, _WorkTracker, patience
+from bench.scale import _ChangePlan, _edit, _looks_edited, restart_kinds
 
 
 def test_out_of_order_counts_works_reported_before_an_earlier_one() -> None:
@@ -26,3 +31,31 @@ def test_an_edit_changes_a_field_the_work_sets_and_is_seen_until_undone() -> Non
         edit = _edit(gvr)
         edited = {key: {**obj[key], **edit[key]} for key in obj}
         assert _looks_edited(gvr, edited)
+
+
+def test_restart_kinds_read_the_signals_in_order() -> None:
+    assert restart_kinds("TERM,KILL,offline") == ["TERM", "KILL", "TERM+offline"]
+    assert restart_kinds("KILL+offline") == ["KILL+offline"]
+    for wrong in ("", "HUP", "TERM,kill"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            restart_kinds(wrong)
+
+
+def test_each_restart_changes_works_no_other_restart_touches() -> None:
+    plan = _ChangePlan(20000, [80, 80, 80])
+    picks = [plan.pick(60) for _ in range(3)]
+    flat = [i for p in picks for i in p]
+    assert len(set(flat)) == len(flat) == 180
+    assert all(0 <= i < 20000 for i in flat)
+    # Spread evenly from the last Work backwards over the whole set.
+    assert flat[0] == 19999
+    assert {a - b for a, b in itertools.pairwise(flat)} == {20000 // 180}
+    assert [plan.new_index() for _ in range(3)] == [20000, 20001, 20002]
+    with pytest.raises(SystemExit):
+        _ChangePlan(10, [80])
+
+
+def test_patience_grows_with_the_works() -> None:
+    assert patience(200) == 300.0
+    assert patience(200, 600) == 600.0
+    assert patience(20000) == 4000.0

@@ -98,3 +98,55 @@ async def test_a_failing_handler_does_not_fail_the_write(caplog: pytest.LogCaptu
             created = await plane.api.create("/api/v1/namespaces/a/configmaps", configmap("c"))
     assert created["metadata"]["name"] == "c"
     assert "handler of ('', 'configmaps') failed on ADDED a/c" in caplog.text
+
+
+def owned(name: str, *owners: dict[str, object]) -> dict[str, object]:
+    refs = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "name": o["name"], "uid": o["uid"]}
+        for o in owners
+    ]
+    return {"metadata": {"name": name, "ownerReferences": refs}}
+
+
+async def test_owned_by_follows_owner_references_as_a_scan_would() -> None:
+    plane = ControlPlane("member")
+    for ns in ("a", "b"):
+        await plane.namespace(ns)
+    cms = "/api/v1/namespaces/a/configmaps"
+    # Owners that exist, so that the garbage collector leaves their dependents be.
+    o1, o2, ob = [
+        (await plane.api.create(f"/api/v1/namespaces/{ns}/configmaps", configmap(name)))["metadata"]
+        for ns, name in (("a", "o1"), ("a", "o2"), ("b", "ob"))
+    ]
+    u1, u2, ub = str(o1["uid"]), str(o2["uid"]), str(ob["uid"])
+    await plane.api.create(cms, owned("early", o1))
+    subscription = Subscription(plane.server.storage, CONFIGMAPS)
+
+    def names(namespace: str, uid: str) -> list[str]:
+        found = [o["metadata"]["name"] for o in subscription.owned_by(namespace, uid)]
+        # The same as a scan of every object finds.
+        scanned = [
+            o["metadata"]["name"]
+            for o in subscription.items(namespace)
+            if any(r["uid"] == uid for r in o["metadata"].get("ownerReferences") or ())
+        ]
+        assert found == scanned
+        return found
+
+    assert names("a", u1) == ["early"]  # not subscribed yet: a scan
+    async with Running(subscription.run()):
+        await eventually(lambda: subscription.subscribed)
+        assert names("a", u1) == ["early"]
+        await plane.api.create(cms, owned("two", o1, o2))
+        await plane.api.create(cms, owned("one", o2))
+        await plane.api.create("/api/v1/namespaces/b/configmaps", owned("other", ob))
+        assert names("a", u1) == ["early", "two"]
+        assert names("a", u2) == ["one", "two"]
+        assert names("b", ub) == ["other"]
+        assert names("a", ub) == []
+        two = await plane.api.get(f"{cms}/two")
+        two["metadata"]["ownerReferences"] = two["metadata"]["ownerReferences"][1:]
+        await plane.api.update(f"{cms}/two", two)
+        assert names("a", u1) == ["early"]
+        await plane.api.delete(f"{cms}/one")
+        assert names("a", u2) == ["two"]

@@ -284,6 +284,26 @@ async def test_apply_creates_and_requires_field_manager(api: ApiServer) -> None:
     assert body["metadata"]["managedFields"][0]["manager"] == "me"
 
 
+async def test_apply_takes_json_and_yaml_in_flow_style(api: ApiServer) -> None:
+    await make_ns(api, "default")
+    # JSON (read as JSON) and YAML flow style that is not JSON (unquoted keys: read as YAML).
+    as_json = (
+        b'{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "j"}, "data": {"a": "1"}}'
+    )
+    flow = b'{apiVersion: v1, kind: ConfigMap, metadata: {name: f}, data: {a: "2"}}'
+    for name, body, value in (("j", as_json, "1"), ("f", flow, "2")):
+        code, out, _ = await call(
+            api, "PATCH", f"{CM}/{name}?fieldManager=me", body, "application/apply-patch+yaml"
+        )
+        assert code == 201, out
+        assert out["data"] == {"a": value}
+    code, out, _ = await call(
+        api, "PATCH", f"{CM}/j?fieldManager=me", b"{a: [", "application/apply-patch+yaml"
+    )
+    assert code == 400
+    assert out["message"].startswith("json: cannot unmarshal request body")
+
+
 async def test_update_manager_from_user_agent(api: ApiServer) -> None:
     await make_ns(api, "default")
     _, body, _ = await call(
