@@ -18,6 +18,8 @@ write replaced.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +28,7 @@ from typing import Any
 
 from agent.karmada.status import without_status
 from agent.kube.client import GVR
+from agent.kube.shared import shared
 
 JsonDict = dict[str, Any]
 # (resource, namespace or "", name) of a member object.
@@ -45,13 +48,30 @@ def object_key(gvr: GVR, obj: JsonDict) -> ObjectKey:
     return gvr, str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
+def content_digest(obj: JsonDict) -> bytes:
+    """A digest of the object without status and write bookkeeping: equal for equal content
+    (keys in any order)."""
+    encoded = json.dumps(without_status(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(encoded.encode(), digest_size=16).digest()
+
+
+def identity(obj: JsonDict) -> JsonDict:
+    """apiVersion, kind and metadata (without write bookkeeping) of the object: what a deletion
+    reads of it."""
+    meta = without_status(obj)["metadata"]
+    return shared({k: obj[k] for k in ("apiVersion", "kind") if k in obj} | {"metadata": meta})
+
+
 @dataclass
 class _Written:
     """What our applies returned for one member object: the resourceVersions of our recent
-    writes, the latest content without status, and the Work whose reconcile wrote it last."""
+    writes, a digest of the latest content without status (the content itself is in the member
+    objects' cache; a copy here doubled what an object costs), its identity and metadata, and the
+    Work whose reconcile wrote it last."""
 
     versions: deque[str]
-    content: JsonDict
+    digest: bytes
+    identity: JsonDict
     writer: str
 
 
@@ -96,11 +116,12 @@ class OwnWrites:
         version = str(meta.get("resourceVersion") or "")
         written = self._written.get(key)
         if written is None:
-            written = _Written(deque(maxlen=OWN_WRITES_KEPT), {}, work_name)
+            written = _Written(deque(maxlen=OWN_WRITES_KEPT), b"", {}, work_name)
             self._written[key] = written
         previous = written.writer
         written.versions.append(version)
-        written.content = without_status(applied)
+        written.digest = content_digest(applied)
+        written.identity = identity(applied)
         written.writer = work_name
         flights = self._flights.get(key) or [[]]
         undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
@@ -124,7 +145,7 @@ class OwnWrites:
             if resource_version == version:
                 ours_seen = True
             elif ours_seen and resource_version not in written.versions:
-                if without_status(obj) == written.content:
+                if content_digest(obj) == written.digest:
                     written.versions.append(resource_version)
                 else:
                     return event_type, obj
@@ -136,10 +157,10 @@ class OwnWrites:
         return None if written is None else written.writer
 
     def last_written(self, key: ObjectKey) -> tuple[str, JsonDict] | None:
-        """(the Work whose reconcile last applied the object, what that apply returned without
-        status)."""
+        """(the Work whose reconcile last applied the object, apiVersion, kind and metadata of
+        what that apply returned)."""
         written = self._written.get(key)
-        return None if written is None else (written.writer, written.content)
+        return None if written is None else (written.writer, written.identity)
 
     def objects_of(self, work_name: str) -> set[ObjectKey]:
         return set(self._objects_of.get(work_name, ()))
@@ -186,7 +207,7 @@ class OwnWrites:
         resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if resource_version in written.versions:
             return False  # one of our own writes
-        if without_status(obj) == written.content:
+        if content_digest(obj) == written.digest:
             # Only status or write bookkeeping moved: nothing of ours to put back.
             written.versions.append(resource_version)
             return False

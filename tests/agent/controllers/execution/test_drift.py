@@ -199,3 +199,44 @@ async def test_a_delete_that_arrives_before_the_write_is_recorded_is_not_hidden(
         live = await pair.get_member(CONFIGMAPS, "raced")
         assert live["metadata"]["uid"] != raced[0]
         assert APPLIED_OK(await pair.get_work("raced"))
+
+
+def test_own_writes_keep_a_digest_and_the_metadata_not_the_object() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "kept")
+    answer: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "kept", "namespace": "default", "uid": "u1", "resourceVersion": "5",
+            "labels": {names.MANAGED_LABEL: "true"},
+            "managedFields": [{"manager": "karmada-agent", "operation": "Apply"}],
+        },
+        "data": {"k": "v" * 4096},
+    }  # fmt: skip
+    with writes.in_flight(key):
+        writes.note(key, "work-a", answer)
+    writer, identity = writes.last_written(key) or ("", {})
+    assert writer == "work-a"
+    # What a deletion reads; neither the data nor write bookkeeping is held twice.
+    assert identity == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kept", "namespace": "default", "uid": "u1",
+                     "labels": {names.MANAGED_LABEL: "true"}},
+    }  # fmt: skip
+    # The same content with keys in another order, another version and a status: not drift.
+    status_only = {
+        "data": {"k": "v" * 4096},
+        "status": {"observed": 1},
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {**answer["metadata"], "resourceVersion": "6", "managedFields": []},
+    }
+    assert not writes.is_drift("MODIFIED", key, status_only)
+    edited = {**status_only, "data": {"k": "edited"}}
+    edited["metadata"] = {**status_only["metadata"], "resourceVersion": "7"}
+    assert writes.is_drift("MODIFIED", key, edited)
+    assert writes.is_drift("DELETED", key, edited)
