@@ -62,7 +62,7 @@ def _truncate(message: str) -> str:
     return message[: MAX_MESSAGE_LENGTH - 3] + "..."
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
     """One Event object on the server and how many occurrences it should show."""
 
@@ -79,7 +79,7 @@ class _Series:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
     """Messages seen for one (object, type, reason) within the aggregation window."""
 
@@ -116,7 +116,7 @@ class _Unwritten:
         log.log(level, what, **fields, **({"events": count} if count > 1 else {}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Key:
     involved: tuple[str, str, str, str, str]
     type_: str
