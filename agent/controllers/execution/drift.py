@@ -43,6 +43,10 @@ OWN_WRITES_KEPT = 8
 WatchEvent = tuple[str, JsonDict]
 
 
+def _rv(obj: JsonDict) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 def object_key(gvr: GVR, obj: JsonDict) -> ObjectKey:
     meta = obj.get("metadata") or {}
     return gvr, str(meta.get("namespace") or ""), str(meta.get("name") or "")
@@ -62,16 +66,16 @@ def identity(obj: JsonDict) -> JsonDict:
     return shared({k: obj[k] for k in ("apiVersion", "kind") if k in obj} | {"metadata": meta})
 
 
-@dataclass
+@dataclass(slots=True)
 class _Written:
     """What our applies returned for one member object: the resourceVersions of our recent
     writes, a digest of the latest content without status (the content itself is in the member
-    objects' cache; a copy here doubled what an object costs), its identity and metadata, and the
-    Work whose reconcile wrote it last."""
+    objects' cache; a copy here doubled what an object costs), its identity and metadata until
+    the watch brought our write to that cache, and the Work whose reconcile wrote it last."""
 
     versions: deque[str]
     digest: bytes
-    identity: JsonDict
+    identity: JsonDict | None
     writer: str
 
 
@@ -125,6 +129,8 @@ class OwnWrites:
         written.writer = work_name
         flights = self._flights.get(key) or [[]]
         undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
+        if any(_rv(obj) == version for _, obj in flights[-1]):
+            written.identity = None  # the watch brought our write already
         return Noted(previous if previous != work_name else None, undone)
 
     def _undone(
@@ -158,9 +164,12 @@ class OwnWrites:
 
     def last_written(self, key: ObjectKey) -> tuple[str, JsonDict] | None:
         """(the Work whose reconcile last applied the object, apiVersion, kind and metadata of
-        what that apply returned)."""
+        what that apply returned) while the watch has not brought that write yet; None once it
+        has (the member objects' cache holds the object then, or knows it is gone)."""
         written = self._written.get(key)
-        return None if written is None else (written.writer, written.identity)
+        if written is None or written.identity is None:
+            return None
+        return written.writer, written.identity
 
     def objects_of(self, work_name: str) -> set[ObjectKey]:
         return set(self._objects_of.get(work_name, ()))
@@ -206,9 +215,11 @@ class OwnWrites:
             return True
         resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if resource_version in written.versions:
+            written.identity = None  # the cache has our write now
             return False  # one of our own writes
         if content_digest(obj) == written.digest:
             # Only status or write bookkeeping moved: nothing of ours to put back.
             written.versions.append(resource_version)
+            written.identity = None
             return False
         return True

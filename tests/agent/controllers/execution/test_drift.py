@@ -236,7 +236,36 @@ def test_own_writes_keep_a_digest_and_the_metadata_not_the_object() -> None:
         "metadata": {**answer["metadata"], "resourceVersion": "6", "managedFields": []},
     }
     assert not writes.is_drift("MODIFIED", key, status_only)
+    # The watch brought our write to the member objects' cache: the metadata is no longer kept.
+    assert writes.last_written(key) is None
     edited = {**status_only, "data": {"k": "edited"}}
     edited["metadata"] = {**status_only["metadata"], "resourceVersion": "7"}
     assert writes.is_drift("MODIFIED", key, edited)
     assert writes.is_drift("DELETED", key, edited)
+
+
+def test_own_writes_forget_the_metadata_once_the_watch_brings_the_write() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "seen")
+    answer: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "seen", "namespace": "default", "uid": "u1", "resourceVersion": "5"},
+    }
+    with writes.in_flight(key):
+        writes.note(key, "work-a", answer)
+    assert writes.last_written(key) is not None
+    assert not writes.is_drift("ADDED", key, answer)
+    assert writes.last_written(key) is None
+    # Seen while the apply was in flight: not kept either.
+    with writes.in_flight(key):
+        assert not writes.is_drift(
+            "MODIFIED", key, {**answer, "metadata": {**answer["metadata"], "resourceVersion": "6"}}
+        )
+        writes.note(
+            key, "work-a", {**answer, "metadata": {**answer["metadata"], "resourceVersion": "6"}}
+        )
+    assert writes.last_written(key) is None
+    assert writes.writer(key) == "work-a"
