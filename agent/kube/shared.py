@@ -4,7 +4,8 @@ A JSON parse makes a new str for every key and value of every object: each Work 
 carried its own "metadata", "apiVersion", "Applied", "karmada.io/managed" and so on, about a
 third of its size. `shared` rebuilds a parsed object with those strings taken from one table,
 so a cache of many objects holds each only once. Only short strings are shared (keys, kinds,
-label values, reasons, timestamps): long ones are mostly unique (messages, uids). The table is
+label values, reasons, timestamps, condition messages, uids that labels repeat): long ones are
+mostly unique (a message naming its object, a last-applied configuration). The table is
 our own, not `sys.intern` (whose strings some Python versions never free), and bounded: once
 full it starts again, and objects already cached keep the copies they share.
 """
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 # Longer strings are kept as parsed.
-SHARED_MAX_LENGTH = 32
+SHARED_MAX_LENGTH = 64
 # Distinct strings the table holds before it starts again (a few MiB at most).
 TABLE_SIZE = 1 << 16
 
