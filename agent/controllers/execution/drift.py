@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -73,10 +72,17 @@ class _Written:
     objects' cache; a copy here doubled what an object costs), its identity and metadata until
     the watch brought our write to that cache, and the Work whose reconcile wrote it last."""
 
-    versions: deque[str]
+    versions: list[str]
     digest: bytes
     identity: JsonDict | None
     writer: str
+
+    def add_version(self, version: str) -> None:
+        """Remember one more version as ours, the last OWN_WRITES_KEPT only. (A list: a deque
+        takes a block of 64 slots, 600 bytes, for the few kept here.)"""
+        if len(self.versions) >= OWN_WRITES_KEPT:
+            del self.versions[0]
+        self.versions.append(version)
 
 
 @dataclass(frozen=True)
@@ -120,10 +126,10 @@ class OwnWrites:
         version = str(meta.get("resourceVersion") or "")
         written = self._written.get(key)
         if written is None:
-            written = _Written(deque(maxlen=OWN_WRITES_KEPT), b"", {}, work_name)
+            written = _Written([], b"", {}, work_name)
             self._written[key] = written
         previous = written.writer
-        written.versions.append(version)
+        written.add_version(version)
         written.digest = content_digest(applied)
         written.identity = identity(applied)
         written.writer = work_name
@@ -152,7 +158,7 @@ class OwnWrites:
                 ours_seen = True
             elif ours_seen and resource_version not in written.versions:
                 if content_digest(obj) == written.digest:
-                    written.versions.append(resource_version)
+                    written.add_version(resource_version)
                 else:
                     return event_type, obj
         return None
@@ -219,7 +225,7 @@ class OwnWrites:
             return False  # one of our own writes
         if content_digest(obj) == written.digest:
             # Only status or write bookkeeping moved: nothing of ours to put back.
-            written.versions.append(resource_version)
+            written.add_version(resource_version)
             written.identity = None
             return False
         return True

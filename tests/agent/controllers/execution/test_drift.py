@@ -269,3 +269,21 @@ def test_own_writes_forget_the_metadata_once_the_watch_brings_the_write() -> Non
         )
     assert writes.last_written(key) is None
     assert writes.writer(key) == "work-a"
+
+
+def test_own_writes_remember_the_last_versions_only() -> None:
+    from agent.controllers.execution.drift import OWN_WRITES_KEPT, OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "many")
+
+    def version(rv: int, value: str) -> JsonDict:
+        meta = {"name": "many", "namespace": "default", "uid": "u1", "resourceVersion": str(rv)}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": value}}
+
+    for rv in range(1, OWN_WRITES_KEPT + 3):
+        with writes.in_flight(key):
+            writes.note(key, "work-a", version(rv, str(rv)))
+    # The latest versions are ours; the oldest, with content unlike our last write, is not.
+    assert not writes.is_drift("MODIFIED", key, version(3, "3"))
+    assert writes.is_drift("MODIFIED", key, version(2, "2"))
