@@ -120,8 +120,12 @@ class OwnWrites:
             if not flights:
                 self._flights.pop(key, None)
 
-    def note(self, key: ObjectKey, work_name: str, applied: JsonDict) -> Noted:
-        """Remember what `work_name`'s apply returned (inside `in_flight(key)`)."""
+    def note(
+        self, key: ObjectKey, work_name: str, applied: JsonDict, *, cached: bool = False
+    ) -> Noted:
+        """Remember what `work_name`'s apply returned (inside `in_flight(key)`). `cached`: it is
+        the object the member objects' cache holds (an apply left out), whose metadata a
+        deletion finds there: no copy of it is kept."""
         meta = applied.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         written = self._written.get(key)
@@ -135,7 +139,7 @@ class OwnWrites:
         written.writer = work_name
         flights = self._flights.get(key) or [[]]
         undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
-        if any(_rv(obj) == version for _, obj in flights[-1]):
+        if cached or any(_rv(obj) == version for _, obj in flights[-1]):
             written.identity = None  # the watch brought our write already
         return Noted(previous if previous != work_name else None, undone)
 

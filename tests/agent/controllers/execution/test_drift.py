@@ -287,3 +287,24 @@ def test_own_writes_remember_the_last_versions_only() -> None:
     # The latest versions are ours; the oldest, with content unlike our last write, is not.
     assert not writes.is_drift("MODIFIED", key, version(3, "3"))
     assert writes.is_drift("MODIFIED", key, version(2, "2"))
+
+
+def test_own_writes_keep_no_metadata_of_an_object_the_cache_holds() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "cached")
+    live: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cached", "namespace": "default", "uid": "u1", "resourceVersion": "5"},
+    }
+    writes.note(key, "work-a", live, cached=True)
+    assert writes.last_written(key) is None
+    assert writes.writer(key) == "work-a"
+    assert not writes.is_drift("MODIFIED", key, live)
+    writes.note(key, "work-a", live)
+    assert writes.last_written(key) == (
+        "work-a",
+        {**live, "metadata": {k: v for k, v in live["metadata"].items() if k != "resourceVersion"}},
+    )
