@@ -62,13 +62,19 @@ def _truncate(message: str) -> str:
     return message[: MAX_MESSAGE_LENGTH - 3] + "..."
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
-    """One Event object on the server and how many occurrences it should show."""
+    """One Event object on the server and how many occurrences it should show. What its
+    create sends is built when it is written (`EventEmitter._body`): up to `cache_size` series
+    are kept, and a whole Event body each was most of what they held."""
 
     name: str
     namespace: str
-    body: JsonDict
+    involved: JsonDict
+    type_: str
+    reason: str
+    component: str
+    first_timestamp: str
     count: int = 1
     written: int = 0
     created: bool = False
@@ -79,7 +85,7 @@ class _Series:
     task: asyncio.Task[None] | None = field(default=None, repr=False)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Similar:
     """Messages seen for one (object, type, reason) within the aggregation window."""
 
@@ -116,7 +122,7 @@ class _Unwritten:
         log.log(level, what, **fields, **({"events": count} if count > 1 else {}))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Key:
     involved: tuple[str, str, str, str, str]
     type_: str
@@ -278,26 +284,38 @@ class EventEmitter:
         namespace = reference["namespace"] or CLUSTER_SCOPED_EVENT_NAMESPACE
         name = f"{reference['name']}.{int(now_wall * 1e9):x}"
         stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
-        ref = {k: v for k, v in reference.items() if v}
-        component = self.sources.get(reason, self.component)
-        body: JsonDict = {
+        return _Series(
+            name=name,
+            namespace=namespace,
+            involved={k: v for k, v in reference.items() if v},
+            type_=type_,
+            reason=reason,
+            component=self.sources.get(reason, self.component),
+            first_timestamp=stamp,
+            last_timestamp=stamp,
+            message=message,
+        )
+
+    def _body(self, series: _Series) -> JsonDict:
+        """The Event a create of `series` sends (its count, last timestamp and message now)."""
+        return {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": ref,
-            "reason": reason,
-            "message": message,
-            "type": type_,
-            "source": {"component": component, **({"host": self.host} if self.host else {})},
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-            "reportingComponent": component,
+            "metadata": {"name": series.name, "namespace": series.namespace},
+            "involvedObject": series.involved,
+            "reason": series.reason,
+            "message": series.message,
+            "type": series.type_,
+            "source": {
+                "component": series.component,
+                **({"host": self.host} if self.host else {}),
+            },
+            "firstTimestamp": series.first_timestamp,
+            "lastTimestamp": series.last_timestamp,
+            "count": series.count,
+            "reportingComponent": series.component,
             "reportingInstance": self.host,
         }
-        return _Series(
-            name=name, namespace=namespace, body=body, last_timestamp=stamp, message=message
-        )
 
     async def _sync(self, series: _Series) -> None:
         """Bring the server's Event up to `series.count`; one writer per series at a time."""
@@ -311,12 +329,7 @@ class EventEmitter:
             target, stamp = series.count, series.last_timestamp
             try:
                 if not series.created:
-                    body = {
-                        **series.body,
-                        "count": target,
-                        "lastTimestamp": stamp,
-                        "message": series.message,
-                    }
+                    body = {**self._body(series), "count": target, "lastTimestamp": stamp}
                     await self.client.create(EVENTS, body, namespace=series.namespace)
                     series.created = True
                 else:
@@ -339,7 +352,7 @@ class EventEmitter:
                         "events not written: their namespace does not exist",
                         logging.INFO,
                         namespace=series.namespace,
-                        reason=series.body.get("reason"),
+                        reason=series.reason,
                     )
                     return
                 # Deleted meanwhile (Events expire): start a new one with the total count.
@@ -353,7 +366,7 @@ class EventEmitter:
                         "events not written in this namespace: permission denied (the agent's "
                         "RBAC lacks create/patch on events here; said once per namespace)",
                         namespace=series.namespace,
-                        reason=series.body.get("reason"),
+                        reason=series.reason,
                         error=str(exc),
                     )
                 return
@@ -362,7 +375,7 @@ class EventEmitter:
                 self._unwritten.note(
                     "events not written",
                     logging.INFO if is_unreachable(exc) else logging.WARNING,
-                    reason=series.body.get("reason"),
+                    reason=series.reason,
                     namespace=series.namespace,
                     error=str(exc),
                 )
@@ -370,5 +383,5 @@ class EventEmitter:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("event not written", reason=series.body.get("reason"))
+                log.exception("event not written", reason=series.reason)
                 return

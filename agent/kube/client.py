@@ -35,7 +35,7 @@ DEFAULT_PAGE_SIZE = 500
 WATCH_READ_MARGIN = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GVR:
     """A resource: group ("" for core), version and plural resource name."""
 

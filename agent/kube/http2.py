@@ -206,6 +206,17 @@ class _Stream:
         return b"".join(parts)
 
 
+# Closed streams whose end h2 remembers (to tell a late frame on one from a protocol error).
+# h2 keeps 65,536 by default, about 8 MiB per connection once a long-lived connection has
+# served that many requests (a burst of 20,000 Works does); a late frame comes within a few
+# streams of its own.
+CLOSED_STREAMS_KEPT = 1024
+
+
+class _H2Connection(h2.connection.H2Connection):
+    MAX_CLOSED_STREAMS = CLOSED_STREAMS_KEPT
+
+
 class _Connection(asyncio.Protocol):
     """One HTTP/2 connection: its h2 state machine, its streams, its one reader."""
 
@@ -215,9 +226,7 @@ class _Connection(asyncio.Protocol):
         self.authority = authority
         self.loop = loop
         self.settings = settings
-        self.h2 = h2.connection.H2Connection(
-            h2.config.H2Configuration(client_side=True, header_encoding=None)
-        )
+        self.h2 = _H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.transport: asyncio.Transport | None = None
         self.streams: dict[int, _Stream] = {}
         # Why no new stream may start here (failed, closing, GOAWAY, retired); None while usable.

@@ -9,6 +9,8 @@ import builtins
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent.kube.shared import shared
+
 JsonDict = dict[str, Any]
 JsonList = builtins.list[JsonDict]
 IndexFunc = Callable[[JsonDict], list[str]]
@@ -82,8 +84,9 @@ class Store:
         return iter(list(self._items.values()))
 
     def prepare(self, obj: JsonDict) -> JsonDict:
-        """Apply the transform (the reflector calls this before comparing or storing)."""
-        return self._transform(obj) if self._transform is not None else obj
+        """Apply the transform, and share the short strings with every other cached object
+        (agent.kube.shared); the reflector calls this before comparing or storing."""
+        return shared(self._transform(obj) if self._transform is not None else obj)
 
     def get(self, key: str) -> JsonDict | None:
         return self._items.get(key)

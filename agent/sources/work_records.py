@@ -109,7 +109,7 @@ def applied_in_full(work: JsonDict) -> bool:
     return applied_status(work) == "True"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Entry:
     """One recorded Work: its content hash, whether it was applied in full, and its JSON,
     zlib-compressed (kept for snapshots)."""

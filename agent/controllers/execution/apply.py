@@ -362,7 +362,9 @@ class Applier:
             ):
                 assert live is not None
                 # Our own write as far as drift is concerned (a restarted agent has no other).
-                return live, self.writes.note(key, work_name, live), False
+                cached = self.ctx.sources.member_objects.get(gvr, namespace, manifest.name)[0]
+                noted = self.writes.note(key, work_name, live, cached=cached is live)
+                return live, noted, False
             try:
                 with (
                     self.writes.in_flight(key),

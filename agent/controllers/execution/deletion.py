@@ -232,9 +232,9 @@ class Deletion:
 
     async def _live(self, gvr: GVR, namespace: str, name: str, work_name: str) -> JsonDict | None:
         """The member object, if it may be Karmada's, without a request where the caches know:
-        from the cache of Karmada's objects once it has synced, and what this process applied
-        for the Work when the watch event of that write is still on its way (a Work deleted
-        right after it was applied); else a GET."""
+        from the cache of Karmada's objects once it has synced, and the metadata of what this
+        process applied for the Work when the watch event of that write is still on its way (a
+        Work deleted right after it was applied: a deletion reads only metadata); else a GET."""
         objects = self.ctx.sources.member_objects
         cached, synced = objects.get(gvr, namespace, name)
         if cached is not None:

@@ -18,7 +18,8 @@ write replaced.
 
 from __future__ import annotations
 
-from collections import deque
+import hashlib
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 
 from agent.karmada.status import without_status
 from agent.kube.client import GVR
+from agent.kube.shared import shared
 
 JsonDict = dict[str, Any]
 # (resource, namespace or "", name) of a member object.
@@ -40,19 +42,47 @@ OWN_WRITES_KEPT = 8
 WatchEvent = tuple[str, JsonDict]
 
 
+def _rv(obj: JsonDict) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
 def object_key(gvr: GVR, obj: JsonDict) -> ObjectKey:
     meta = obj.get("metadata") or {}
     return gvr, str(meta.get("namespace") or ""), str(meta.get("name") or "")
 
 
-@dataclass
+def content_digest(obj: JsonDict) -> bytes:
+    """A digest of the object without status and write bookkeeping: equal for equal content
+    (keys in any order)."""
+    encoded = json.dumps(without_status(obj), sort_keys=True, separators=(",", ":"))
+    return hashlib.blake2b(encoded.encode(), digest_size=16).digest()
+
+
+def identity(obj: JsonDict) -> JsonDict:
+    """apiVersion, kind and metadata (without write bookkeeping) of the object: what a deletion
+    reads of it."""
+    meta = without_status(obj)["metadata"]
+    return shared({k: obj[k] for k in ("apiVersion", "kind") if k in obj} | {"metadata": meta})
+
+
+@dataclass(slots=True)
 class _Written:
     """What our applies returned for one member object: the resourceVersions of our recent
-    writes, the latest content without status, and the Work whose reconcile wrote it last."""
+    writes, a digest of the latest content without status (the content itself is in the member
+    objects' cache; a copy here doubled what an object costs), its identity and metadata until
+    the watch brought our write to that cache, and the Work whose reconcile wrote it last."""
 
-    versions: deque[str]
-    content: JsonDict
+    versions: list[str]
+    digest: bytes
+    identity: JsonDict | None
     writer: str
+
+    def add_version(self, version: str) -> None:
+        """Remember one more version as ours, the last OWN_WRITES_KEPT only. (A list: a deque
+        takes a block of 64 slots, 600 bytes, for the few kept here.)"""
+        if len(self.versions) >= OWN_WRITES_KEPT:
+            del self.versions[0]
+        self.versions.append(version)
 
 
 @dataclass(frozen=True)
@@ -90,20 +120,27 @@ class OwnWrites:
             if not flights:
                 self._flights.pop(key, None)
 
-    def note(self, key: ObjectKey, work_name: str, applied: JsonDict) -> Noted:
-        """Remember what `work_name`'s apply returned (inside `in_flight(key)`)."""
+    def note(
+        self, key: ObjectKey, work_name: str, applied: JsonDict, *, cached: bool = False
+    ) -> Noted:
+        """Remember what `work_name`'s apply returned (inside `in_flight(key)`). `cached`: it is
+        the object the member objects' cache holds (an apply left out), whose metadata a
+        deletion finds there: no copy of it is kept."""
         meta = applied.get("metadata") or {}
         version = str(meta.get("resourceVersion") or "")
         written = self._written.get(key)
         if written is None:
-            written = _Written(deque(maxlen=OWN_WRITES_KEPT), {}, work_name)
+            written = _Written([], b"", {}, work_name)
             self._written[key] = written
         previous = written.writer
-        written.versions.append(version)
-        written.content = without_status(applied)
+        written.add_version(version)
+        written.digest = content_digest(applied)
+        written.identity = identity(applied)
         written.writer = work_name
         flights = self._flights.get(key) or [[]]
         undone = self._undone(written, version, str(meta.get("uid") or ""), flights[-1])
+        if cached or any(_rv(obj) == version for _, obj in flights[-1]):
+            written.identity = None  # the watch brought our write already
         return Noted(previous if previous != work_name else None, undone)
 
     def _undone(
@@ -124,8 +161,8 @@ class OwnWrites:
             if resource_version == version:
                 ours_seen = True
             elif ours_seen and resource_version not in written.versions:
-                if without_status(obj) == written.content:
-                    written.versions.append(resource_version)
+                if content_digest(obj) == written.digest:
+                    written.add_version(resource_version)
                 else:
                     return event_type, obj
         return None
@@ -136,10 +173,13 @@ class OwnWrites:
         return None if written is None else written.writer
 
     def last_written(self, key: ObjectKey) -> tuple[str, JsonDict] | None:
-        """(the Work whose reconcile last applied the object, what that apply returned without
-        status)."""
+        """(the Work whose reconcile last applied the object, apiVersion, kind and metadata of
+        what that apply returned) while the watch has not brought that write yet; None once it
+        has (the member objects' cache holds the object then, or knows it is gone)."""
         written = self._written.get(key)
-        return None if written is None else (written.writer, written.content)
+        if written is None or written.identity is None:
+            return None
+        return written.writer, written.identity
 
     def objects_of(self, work_name: str) -> set[ObjectKey]:
         return set(self._objects_of.get(work_name, ()))
@@ -185,9 +225,11 @@ class OwnWrites:
             return True
         resource_version = str((obj.get("metadata") or {}).get("resourceVersion") or "")
         if resource_version in written.versions:
+            written.identity = None  # the cache has our write now
             return False  # one of our own writes
-        if without_status(obj) == written.content:
+        if content_digest(obj) == written.digest:
             # Only status or write bookkeeping moved: nothing of ours to put back.
-            written.versions.append(resource_version)
+            written.add_version(resource_version)
+            written.identity = None
             return False
         return True

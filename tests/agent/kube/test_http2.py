@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +17,12 @@ import pytest
 
 from agent.kube.config import ClientConfig
 from agent.kube.errors import TransportError, WatchTimeoutError
-from agent.kube.http2 import ConnectionFailedError, ConnectionSettings, Http2Client
+from agent.kube.http2 import (
+    CLOSED_STREAMS_KEPT,
+    ConnectionFailedError,
+    ConnectionSettings,
+    Http2Client,
+)
 from agent.kube.transport import Transport
 from emulator.https import HttpsServer
 from emulator.netproxy import LinkProxy
@@ -78,6 +84,26 @@ async def test_an_abandoned_stream_does_not_exhaust_the_connection_window(
         assert version.status == 200
     finally:
         await transport.close()
+    assert srv.connection_log.count() == 1
+
+
+async def test_a_connection_remembers_a_bounded_number_of_closed_streams(
+    server: Served,
+) -> None:
+    """h2 remembers how each closed stream ended; a long-lived connection does not keep all of
+    them (h2's default kept 65,536, megabytes per connection)."""
+    srv, _api, ca_pem = server
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    context.set_alpn_protocols(["h2"])
+    client = Http2Client(srv.url, context, default_timeout=5)
+    try:
+        for _ in range(CLOSED_STREAMS_KEPT + 50):
+            assert (await client.request("GET", "/version", headers={})).status == 200
+        connection = client._connection
+        assert connection is not None
+        assert len(connection.h2._closed_streams) == CLOSED_STREAMS_KEPT
+    finally:
+        await client.aclose()
     assert srv.connection_log.count() == 1
 
 

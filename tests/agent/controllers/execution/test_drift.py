@@ -199,3 +199,112 @@ async def test_a_delete_that_arrives_before_the_write_is_recorded_is_not_hidden(
         live = await pair.get_member(CONFIGMAPS, "raced")
         assert live["metadata"]["uid"] != raced[0]
         assert APPLIED_OK(await pair.get_work("raced"))
+
+
+def test_own_writes_keep_a_digest_and_the_metadata_not_the_object() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "kept")
+    answer: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": "kept", "namespace": "default", "uid": "u1", "resourceVersion": "5",
+            "labels": {names.MANAGED_LABEL: "true"},
+            "managedFields": [{"manager": "karmada-agent", "operation": "Apply"}],
+        },
+        "data": {"k": "v" * 4096},
+    }  # fmt: skip
+    with writes.in_flight(key):
+        writes.note(key, "work-a", answer)
+    writer, identity = writes.last_written(key) or ("", {})
+    assert writer == "work-a"
+    # What a deletion reads; neither the data nor write bookkeeping is held twice.
+    assert identity == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kept", "namespace": "default", "uid": "u1",
+                     "labels": {names.MANAGED_LABEL: "true"}},
+    }  # fmt: skip
+    # The same content with keys in another order, another version and a status: not drift.
+    status_only = {
+        "data": {"k": "v" * 4096},
+        "status": {"observed": 1},
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {**answer["metadata"], "resourceVersion": "6", "managedFields": []},
+    }
+    assert not writes.is_drift("MODIFIED", key, status_only)
+    # The watch brought our write to the member objects' cache: the metadata is no longer kept.
+    assert writes.last_written(key) is None
+    edited = {**status_only, "data": {"k": "edited"}}
+    edited["metadata"] = {**status_only["metadata"], "resourceVersion": "7"}
+    assert writes.is_drift("MODIFIED", key, edited)
+    assert writes.is_drift("DELETED", key, edited)
+
+
+def test_own_writes_forget_the_metadata_once_the_watch_brings_the_write() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "seen")
+    answer: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "seen", "namespace": "default", "uid": "u1", "resourceVersion": "5"},
+    }
+    with writes.in_flight(key):
+        writes.note(key, "work-a", answer)
+    assert writes.last_written(key) is not None
+    assert not writes.is_drift("ADDED", key, answer)
+    assert writes.last_written(key) is None
+    # Seen while the apply was in flight: not kept either.
+    with writes.in_flight(key):
+        assert not writes.is_drift(
+            "MODIFIED", key, {**answer, "metadata": {**answer["metadata"], "resourceVersion": "6"}}
+        )
+        writes.note(
+            key, "work-a", {**answer, "metadata": {**answer["metadata"], "resourceVersion": "6"}}
+        )
+    assert writes.last_written(key) is None
+    assert writes.writer(key) == "work-a"
+
+
+def test_own_writes_remember_the_last_versions_only() -> None:
+    from agent.controllers.execution.drift import OWN_WRITES_KEPT, OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "many")
+
+    def version(rv: int, value: str) -> JsonDict:
+        meta = {"name": "many", "namespace": "default", "uid": "u1", "resourceVersion": str(rv)}
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": value}}
+
+    for rv in range(1, OWN_WRITES_KEPT + 3):
+        with writes.in_flight(key):
+            writes.note(key, "work-a", version(rv, str(rv)))
+    # The latest versions are ours; the oldest, with content unlike our last write, is not.
+    assert not writes.is_drift("MODIFIED", key, version(3, "3"))
+    assert writes.is_drift("MODIFIED", key, version(2, "2"))
+
+
+def test_own_writes_keep_no_metadata_of_an_object_the_cache_holds() -> None:
+    from agent.controllers.execution.drift import OwnWrites
+
+    writes = OwnWrites()
+    key = (CONFIGMAPS, "default", "cached")
+    live: JsonDict = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "cached", "namespace": "default", "uid": "u1", "resourceVersion": "5"},
+    }
+    writes.note(key, "work-a", live, cached=True)
+    assert writes.last_written(key) is None
+    assert writes.writer(key) == "work-a"
+    assert not writes.is_drift("MODIFIED", key, live)
+    writes.note(key, "work-a", live)
+    assert writes.last_written(key) == (
+        "work-a",
+        {**live, "metadata": {k: v for k, v in live["metadata"].items() if k != "resourceVersion"}},
+    )
