@@ -167,6 +167,7 @@ class EventEmitter:
         # predates Events on resource templates); writes there are still tried.
         self._forbidden: set[str] = set()
         self._unwritten = _Unwritten(monotonic, unwritten_log_interval)
+        self._stamped: tuple[int, str] = (-1, "")
 
     # --- public --------------------------------------------------------------------------------
 
@@ -226,10 +227,10 @@ class EventEmitter:
         if self._combine(involved_key, type_, reason, message, now_mono):
             message = _truncate(COMBINED_PREFIX + message)
             key = _Key(involved_key, type_, reason, COMBINED_PREFIX)
-        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
+        stamp = self._stamp(now_wall)
         series = self._series.get(key)
         if series is None or now_mono - series.last_seen > self.aggregate_window:
-            series = self._new_series(reference, type_, reason, message, now_wall)
+            series = self._new_series(reference, type_, reason, message, now_wall, stamp)
             self._series[key] = series
         else:
             series.count += 1
@@ -272,12 +273,24 @@ class EventEmitter:
         similar.messages.discard(message)  # keep the set bounded, as client-go does
         return True
 
+    def _stamp(self, now_wall: float) -> str:
+        """metav1.Time of `now_wall`, formatted once a second (a burst emits thousands)."""
+        second = int(now_wall)
+        if second != self._stamped[0]:
+            self._stamped = (second, rfc3339(datetime.fromtimestamp(second, UTC)))
+        return self._stamped[1]
+
     def _new_series(
-        self, reference: JsonDict, type_: str, reason: str, message: str, now_wall: float
+        self,
+        reference: JsonDict,
+        type_: str,
+        reason: str,
+        message: str,
+        now_wall: float,
+        stamp: str,
     ) -> _Series:
         namespace = reference["namespace"] or CLUSTER_SCOPED_EVENT_NAMESPACE
         name = f"{reference['name']}.{int(now_wall * 1e9):x}"
-        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
         ref = {k: v for k, v in reference.items() if v}
         component = self.sources.get(reason, self.component)
         body: JsonDict = {
