@@ -18,8 +18,9 @@ fewer writes than it emits Events.)
 The agent gives the emitter a client that spends the control plane's QPS budget
 (--kube-api-qps), as upstream's event client does (Karmada gives the rest config one rate
 limiter, which every client built from it shares), but only its spare tokens
-(`Transport.background`): Events never delay a status write; after a burst they follow at the
-budget's rate.
+(`Transport.background`), and each is sent after the other requests in flight: Events never
+delay a status write; after a burst they follow at the budget's rate. Once half of
+`max_in_flight` writes wait, they no longer yield to the others (they would soon be dropped).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from agent.kube.errors import AlreadyExistsError, ForbiddenError, KubeError, Not
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
 from agent.kube.tasks import background
+from agent.kube.transport import yielding_until
 from agent.logs import get_logger
 from agent.timefmt import rfc3339
 
@@ -315,7 +317,10 @@ class EventEmitter:
     async def _sync(self, series: _Series) -> None:
         """Bring the server's Event up to `series.count`; one writer per series at a time."""
         async with self._writers:
-            await self._write(series)
+            # Once writes yielding to status writes fell far behind, they go beside them rather
+            # than be dropped at max_in_flight.
+            with yielding_until(lambda: len(self._tasks) > self.max_in_flight // 2):
+                await self._write(series)
 
     async def _write(self, series: _Series) -> None:
         attempts = 0

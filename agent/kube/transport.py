@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import math
 import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode, urlsplit
@@ -523,6 +524,24 @@ class _Slot:
             await self.engine.aclose()
 
 
+# When background requests stop yielding to the others (see `yielding_until`).
+_PRESSING: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "background_pressing", default=None
+)
+
+
+@contextlib.contextmanager
+def yielding_until(pressing: Callable[[], bool]) -> Iterator[None]:
+    """Background requests made within yield to the others (_Priority) only while `pressing()`
+    is false, asked again whenever one of the others is answered: for a backlog of background
+    writes that would otherwise have to be dropped."""
+    token = _PRESSING.set(pressing)
+    try:
+        yield
+    finally:
+        _PRESSING.reset(token)
+
+
 class _Priority:
     """Background requests (Events, the Work record) yield to the others on the same
     connections: one is sent while no other request is in flight, or once `share` of the
@@ -552,7 +571,8 @@ class _Priority:
     async def turn(self) -> None:
         """Wait until a background request may be sent."""
         since = self.answered
-        while self.in_flight and self.answered - since < self.share:
+        pressing = _PRESSING.get() or (lambda: False)
+        while self.in_flight and self.answered - since < self.share and not pressing():
             waiter = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             await waiter
