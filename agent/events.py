@@ -18,8 +18,9 @@ fewer writes than it emits Events.)
 The agent gives the emitter a client that spends the control plane's QPS budget
 (--kube-api-qps), as upstream's event client does (Karmada gives the rest config one rate
 limiter, which every client built from it shares), but only its spare tokens
-(`Transport.background`): Events never delay a status write; after a burst they follow at the
-budget's rate.
+(`Transport.background`), and each is sent after the other requests in flight: Events never
+delay a status write; after a burst they follow at the budget's rate. Once half of
+`max_in_flight` writes wait, they no longer yield to the others (they would soon be dropped).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from agent.kube.errors import AlreadyExistsError, ForbiddenError, KubeError, Not
 from agent.kube.reachability import is_unreachable
 from agent.kube.resources import EVENTS
 from agent.kube.tasks import background
+from agent.kube.transport import yielding_until
 from agent.logs import get_logger
 from agent.timefmt import rfc3339
 
@@ -173,6 +175,7 @@ class EventEmitter:
         # predates Events on resource templates); writes there are still tried.
         self._forbidden: set[str] = set()
         self._unwritten = _Unwritten(monotonic, unwritten_log_interval)
+        self._stamped: tuple[int, str] = (-1, "")
 
     # --- public --------------------------------------------------------------------------------
 
@@ -232,10 +235,10 @@ class EventEmitter:
         if self._combine(involved_key, type_, reason, message, now_mono):
             message = _truncate(COMBINED_PREFIX + message)
             key = _Key(involved_key, type_, reason, COMBINED_PREFIX)
-        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
+        stamp = self._stamp(now_wall)
         series = self._series.get(key)
         if series is None or now_mono - series.last_seen > self.aggregate_window:
-            series = self._new_series(reference, type_, reason, message, now_wall)
+            series = self._new_series(reference, type_, reason, message, now_wall, stamp)
             self._series[key] = series
         else:
             series.count += 1
@@ -278,12 +281,24 @@ class EventEmitter:
         similar.messages.discard(message)  # keep the set bounded, as client-go does
         return True
 
+    def _stamp(self, now_wall: float) -> str:
+        """metav1.Time of `now_wall`, formatted once a second (a burst emits thousands)."""
+        second = int(now_wall)
+        if second != self._stamped[0]:
+            self._stamped = (second, rfc3339(datetime.fromtimestamp(second, UTC)))
+        return self._stamped[1]
+
     def _new_series(
-        self, reference: JsonDict, type_: str, reason: str, message: str, now_wall: float
+        self,
+        reference: JsonDict,
+        type_: str,
+        reason: str,
+        message: str,
+        now_wall: float,
+        stamp: str,
     ) -> _Series:
         namespace = reference["namespace"] or CLUSTER_SCOPED_EVENT_NAMESPACE
         name = f"{reference['name']}.{int(now_wall * 1e9):x}"
-        stamp = rfc3339(datetime.fromtimestamp(now_wall, UTC))
         return _Series(
             name=name,
             namespace=namespace,
@@ -320,7 +335,10 @@ class EventEmitter:
     async def _sync(self, series: _Series) -> None:
         """Bring the server's Event up to `series.count`; one writer per series at a time."""
         async with self._writers:
-            await self._write(series)
+            # Once writes yielding to status writes fell far behind, they go beside them rather
+            # than be dropped at max_in_flight.
+            with yielding_until(lambda: len(self._tasks) > self.max_in_flight // 2):
+                await self._write(series)
 
     async def _write(self, series: _Series) -> None:
         attempts = 0

@@ -2,7 +2,7 @@
 agent and (with KARMADA_UPSTREAM_BIN) upstream's Go karmada-agent, each on fresh emulators in
 processes of their own.
 
-    python -m bench.scale burst   [--works 20000] [--lifted] [--steady-seconds 60]
+    python -m bench.scale burst   [--works 20000] [--lifted] [--steady-seconds 60] [--rate 0]
                                   [--agents ours,go] [--plot docs/scale-latency.png]
     python -m bench.scale restart [--works 20000] [--signals TERM,KILL,offline]
                                   [--changes 80[,80,...]] [--offline-seconds 30] [--lifted]
@@ -13,7 +13,9 @@ processes of their own.
 
 burst: bench.agent_latency's `measure` (half Deployments, half ConfigMaps, created one after
 the other; Works/s, latency to Applied=True, CPU, RSS, requests and Events per Work, then all
-deleted), with the agent holding the Works for `--steady-seconds` first (idle CPU, requests per
+deleted), with `--rate`, Works created at that rate (an arrival rate the same for every agent:
+created as fast as the control plane takes them, they come faster when an agent asks less of
+it), with the agent holding the Works for `--steady-seconds` first (idle CPU, requests per
 minute), and the share of Works reported before one created earlier. `--plot` draws the
 latency distributions of the agents side by side (matplotlib, the `bench` extra).
 
@@ -150,7 +152,11 @@ async def burst(args: argparse.Namespace) -> list[JSON]:
         print(f"burst: {name}, {args.works} Works", flush=True)
         agent = make_agent(name, lifted_flags(args.lifted), args.agent_python)
         result = await measure(
-            agent, args.works, idle_seconds=args.idle_seconds, steady_seconds=args.steady_seconds
+            agent,
+            args.works,
+            rate=args.rate,
+            idle_seconds=args.idle_seconds,
+            steady_seconds=args.steady_seconds,
         )
         result["lifted"] = args.lifted
         runs.append(result)
@@ -705,6 +711,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--lifted", action="store_true", help="every client-side limit lifted")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--steady-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="burst: Works created per second (0: one after the other, as fast as the control "
+        "plane takes them)",
+    )
     parser.add_argument("--plot", default="")
     parser.add_argument(
         "--changes",

@@ -13,6 +13,7 @@ when scraped, from the keys each queue's workers hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator
+from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -67,11 +68,29 @@ class _InFlightCollector(Collector):
         yield longest
 
 
+class _Series:
+    """The labelled series of the metrics below, each looked up once: prometheus_client's
+    `labels()` checks the values and takes a lock at every call, which came to a few percent of
+    the agent's CPU in a burst of Works (several series per request and per reconcile). Series
+    here are never removed, so a kept one stays the registry's."""
+
+    def __init__(self) -> None:
+        self._series: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def __call__(self, metric: Any, *values: str) -> Any:
+        key = (id(metric), values)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = metric.labels(*values)
+        return series
+
+
 class PrometheusMetrics:
     """Implements RequestMetrics, QueueMetrics, ControllerMetrics and LeaderMetrics on one
     registry."""
 
     def __init__(self, registry: CollectorRegistry = REGISTRY) -> None:
+        self._of = _Series()
         self.requests = Counter(
             "rest_client_requests",
             "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -182,8 +201,8 @@ class PrometheusMetrics:
 
     # RequestMetrics
     def observe(self, *, method: str, host: str, code: str, seconds: float) -> None:
-        self.requests.labels(code=code, method=method, host=host).inc()
-        self.request_latency.labels(verb=method, host=host).observe(seconds)
+        self._of(self.requests, code, method, host).inc()
+        self._of(self.request_latency, method, host).observe(seconds)
 
     # QueueMetrics
     def track(self, name: str, in_flight: InFlight) -> None:
@@ -196,16 +215,16 @@ class PrometheusMetrics:
         self.queue_retries.labels(name, name)
 
     def add(self, name: str) -> None:
-        self.queue_adds.labels(name, name).inc()
+        self._of(self.queue_adds, name, name).inc()
 
     def depth(self, name: str, depth: int) -> None:
-        self.queue_depth.labels(name, name, PRIORITY).set(depth)
+        self._of(self.queue_depth, name, name, PRIORITY).set(depth)
 
     def queue_latency(self, name: str, seconds: float) -> None:
-        self.queue_latency_seconds.labels(name, name).observe(seconds)
+        self._of(self.queue_latency_seconds, name, name).observe(seconds)
 
     def work_duration(self, name: str, seconds: float) -> None:
-        self.work_duration_seconds.labels(name, name).observe(seconds)
+        self._of(self.work_duration_seconds, name, name).observe(seconds)
 
     def retry(self, name: str) -> None:
         self.queue_retries.labels(name, name).inc()
@@ -228,7 +247,7 @@ class PrometheusMetrics:
         self.active_workers.labels(controller).set(0)
 
     def worker_active(self, controller: str, delta: int) -> None:
-        self.active_workers.labels(controller).inc(delta)
+        self._of(self.active_workers, controller).inc(delta)
 
     def reconcile(self, controller: str, result: str, seconds: float) -> None:
         """`result`: success, requeue, requeue_after, error, terminal_error (an error retrying
@@ -240,8 +259,8 @@ class PrometheusMetrics:
             elif result == "panic":
                 self.reconcile_panics.labels(controller).inc()
             result = "error"
-        self.reconciles.labels(controller, result).inc()
-        self.reconcile_time.labels(controller).observe(seconds)
+        self._of(self.reconciles, controller, result).inc()
+        self._of(self.reconcile_time, controller).observe(seconds)
 
     # LeaderMetrics
     def leader_on(self, name: str) -> None:

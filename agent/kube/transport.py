@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import math
 import os
 import ssl
 import tempfile
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlencode, urlsplit
@@ -46,6 +47,8 @@ log = get_logger(__name__)
 
 IDEMPOTENT_READS = frozenset({"GET", "HEAD"})
 CONNECT_TIMEOUT = 10.0
+# Other requests answered before a waiting background request goes anyway (see _Priority).
+BACKGROUND_SHARE = 2
 
 
 @dataclass(frozen=True)
@@ -521,6 +524,60 @@ class _Slot:
             await self.engine.aclose()
 
 
+# When background requests stop yielding to the others (see `yielding_until`).
+_PRESSING: contextvars.ContextVar[Callable[[], bool] | None] = contextvars.ContextVar(
+    "background_pressing", default=None
+)
+
+
+@contextlib.contextmanager
+def yielding_until(pressing: Callable[[], bool]) -> Iterator[None]:
+    """Background requests made within yield to the others (_Priority) only while `pressing()`
+    is false, asked again whenever one of the others is answered: for a backlog of background
+    writes that would otherwise have to be dropped."""
+    token = _PRESSING.set(pressing)
+    try:
+        yield
+    finally:
+        _PRESSING.reset(token)
+
+
+class _Priority:
+    """Background requests (Events, the Work record) yield to the others on the same
+    connections: one is sent while no other request is in flight, or once `share` of the
+    others were answered since it began to wait, whichever comes first. A status write is thus
+    not queued at the API server behind Events emitted before it (client-go's event broadcaster
+    writes from a queue of its own too), and a steady stream of other requests slows the
+    background writes down without stopping them. Streams (watches) do not count: they stay
+    open."""
+
+    def __init__(self, share: int) -> None:
+        self.share = max(share, 1)
+        self.in_flight = 0
+        self.answered = 0
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def started(self) -> None:
+        self.in_flight += 1
+
+    def finished(self) -> None:
+        self.in_flight -= 1
+        self.answered += 1
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def turn(self) -> None:
+        """Wait until a background request may be sent."""
+        since = self.answered
+        pressing = _PRESSING.get() or (lambda: False)
+        while self.in_flight and self.answered - since < self.share and not pressing():
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+
 class _Connections:
     """The connections to one API server, the config they were built from and the client-side
     QPS budget. Shared by a Transport and its `background()` sibling, so a reload (certificate
@@ -533,6 +590,7 @@ class _Connections:
         self.config = config
         self.clock = clock
         self.bucket = self._make_bucket(config)
+        self.priority = _Priority(BACKGROUND_SHARE)
         self.slot = self._make_slot(config)
         self.retired: set[_Slot] = set()
         self.background: set[asyncio.Task[None]] = set()
@@ -617,8 +675,9 @@ class Transport:
 
     def background(self) -> Transport:
         """A Transport on the same connections, credentials, reloads and QPS budget whose
-        requests take only the budget's spare tokens: writes that must never delay the others
-        (Events, the Work record) go out once no other request waits for a token. Upstream's
+        requests take only the budget's spare tokens and yield to the others in flight
+        (_Priority): writes that must never delay the others (Events, the Work record) go out
+        once no other request waits for a token or an answer. Upstream's
         agent spends one budget per API server on everything, Events included (its event client
         shares the rest config's rate limiter); so does this one, with the rest first. Closing
         the sibling leaves the shared connections open."""
@@ -731,12 +790,18 @@ class Transport:
         while True:
             self._admit(method, path)
             await self._throttle()
+            priority = self._connections.priority
+            if self._background:
+                await priority.turn()
             sent = {"Accept": accept, **(headers or {})}
             if content_type:
                 sent["Content-Type"] = content_type
             await self._auth_headers(sent)
             slot = self._acquire()
             started = time.monotonic()
+            foreground = not self._background
+            if foreground:
+                priority.started()
             try:
                 answer = await slot.engine.request(method, path, query, sent, body, timeout)
             except ConnectionFailedError as exc:
@@ -754,6 +819,9 @@ class Transport:
                     continue
                 self.reachability.failed(str(exc))
                 raise TransportError(f"{method} {path}: {exc}", method=method, url=path) from exc
+            finally:
+                if foreground:
+                    priority.finished()
             await self._release(slot)
             self.reachability.answered()
             self._observe(method, str(answer.status), started)

@@ -6,13 +6,18 @@ import asyncio
 import logging
 from typing import Any, cast
 
+import httpx
 import pytest
 
 from agent.events import EventEmitter
+from agent.kube.client import KubeClient
+from agent.kube.config import ClientConfig
 from agent.kube.errors import ForbiddenError
 from agent.kube.resources import EVENTS, NAMESPACES
+from agent.kube.transport import Transport
 from emulator.emulator import run_emulator
 from tests.agent.controllers.harness import kube_client
+from tests.agent.kube.wire import wait_for
 
 JsonDict = dict[str, Any]
 
@@ -365,3 +370,51 @@ async def test_events_not_written_are_logged_without_a_line_each(
         await recorder.stop()
         assert len(lines()) == 3
         await client.close()
+
+
+class _HeldWire(httpx.AsyncBaseTransport):
+    """Answers every request at once (paths in the order sent) except PATCHes, held until
+    `release` (a status write on its way)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.held = asyncio.Event()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.path}")
+        if request.method == "PATCH":
+            await self.held.wait()
+        return httpx.Response(200, json={"kind": "Event"})
+
+
+def _work(name: str) -> dict[str, Any]:
+    return {"apiVersion": "work.karmada.io/v1alpha1", "kind": "Work",
+            "metadata": {"name": name, "namespace": "karmada-es-m", "uid": name}}  # fmt: skip
+
+
+async def test_events_wait_for_status_writes_until_their_backlog_grows() -> None:
+    """Events go after the status writes in flight (one is held here throughout); once more
+    than half of max_in_flight wait, the next answer to anything else lets them go."""
+    wire = _HeldWire()
+    transport = Transport(
+        ClientConfig(host="https://cp:6443", qps=0), transport_factory=lambda _c: wire
+    )
+    emitter = EventEmitter(KubeClient(transport.background()), max_in_flight=4, writers=1)
+    status = asyncio.create_task(transport.request("PATCH", "/status"))
+    await wait_for(lambda: wire.sent == ["PATCH /status"])
+    emitter.emit(_work("a"), "Normal", "SyncSucceed", "a")
+    emitter.emit(_work("b"), "Normal", "SyncSucceed", "b")
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert wire.sent == ["PATCH /status"]  # behind the status write
+    emitter.emit(_work("c"), "Normal", "SyncSucceed", "c")  # three waiting: more than half
+    # One answer (fewer than the two a waiting Event otherwise waits for) lets them go.
+    await transport.request("GET", "/other")
+    event = "POST /api/v1/namespaces/karmada-es-m/events"
+    await wait_for(lambda: event in wire.sent)
+    assert wire.sent[:3] == ["PATCH /status", "GET /other", event]
+    wire.held.set()
+    await status
+    assert await emitter.flush(5)
+    assert wire.sent.count(event) == 3
+    await transport.close()

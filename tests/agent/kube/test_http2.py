@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agent.kube.config import ClientConfig
-from agent.kube.errors import TransportError, WatchTimeoutError
+from agent.kube.errors import NotFoundError, TransportError, WatchTimeoutError
 from agent.kube.http2 import (
     CLOSED_STREAMS_KEPT,
     ConnectionFailedError,
@@ -327,3 +327,24 @@ async def test_keepalive_pings_when_idle_and_gives_up_on_a_dead_link(
                 assert len(pings) >= 4
         finally:
             await client.aclose()
+
+
+async def test_request_paths_stay_out_of_the_header_compression_table(server: Served) -> None:
+    """The table keeps the headers every request repeats, not one entry per path (searched
+    entry by entry at every header); the server reads the requests the same."""
+    srv, _api, ca_pem = server
+    transport = transport_to(srv, ca_pem)
+    try:
+        for name in ("a", "b", "c"):
+            with pytest.raises(NotFoundError):
+                await transport.request("GET", f"{NAMESPACES}/{name}")
+        engine: Any = transport._connections.slot.engine
+        table = engine.client._connection.h2.encoder.header_table
+        names = [name for name, _ in table.dynamic_entries]
+        assert b":path" not in names
+        assert b"accept" in names
+        # Literal octets, not Huffman-coded: the path is readable in the header block.
+        block = engine.client._connection.h2.encoder.encode([(b":path", b"/readable")])
+        assert b"/readable" in block
+    finally:
+        await transport.close()

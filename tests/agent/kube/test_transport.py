@@ -335,3 +335,84 @@ def test_http2_by_default_httpx_for_the_rest() -> None:
     socks = ClientConfig(host=HOST, proxy_url="socks5://p:1080")
     assert isinstance(_engine(socks, None), _Httpx)
     assert isinstance(_engine(ClientConfig(host=HOST, http2=False), None), _Httpx)
+
+
+class HeldWire(httpx.AsyncBaseTransport):
+    """Answers 200 to every request, in the order sent; requests whose path is in `held` are
+    answered only once released."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+        self.held: dict[str, asyncio.Future[None]] = {}
+
+    def hold(self, path: str) -> None:
+        self.held[path] = asyncio.get_running_loop().create_future()
+
+    def release(self, path: str) -> None:
+        self.held.pop(path).set_result(None)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.sent.append(path)
+        if path in self.held:
+            await self.held[path]
+        return httpx.Response(200, json={})
+
+
+async def test_background_requests_wait_for_the_others_in_flight() -> None:
+    """An Event emitted while a status write is on its way goes after it is answered, not
+    beside it (the API server would serve them in the order they came)."""
+    wire = HeldWire()
+    main = Transport(ClientConfig(host=HOST, qps=0), transport_factory=lambda _c: wire)
+    events = main.background()
+    wire.hold("/status")
+    status = asyncio.create_task(main.request("PATCH", "/status"))
+    await settle()
+    event = asyncio.create_task(events.request("POST", "/event"))
+    await settle()
+    assert wire.sent == ["/status"]
+    wire.release("/status")
+    await status
+    await event
+    assert wire.sent == ["/status", "/event"]
+    # With nothing else in flight, a background request goes at once.
+    await events.request("POST", "/event2")
+    assert wire.sent[-1] == "/event2"
+    await main.close()
+
+
+async def test_background_requests_are_slowed_never_stopped_by_the_others() -> None:
+    """While other requests keep coming, a waiting background request goes once two of them
+    were answered: it never waits for a moment with nothing else in flight."""
+    wire = HeldWire()
+    main = Transport(ClientConfig(host=HOST, qps=0), transport_factory=lambda _c: wire)
+    events = main.background()
+    wire.hold("/long")  # in flight for the whole test
+    long = asyncio.create_task(main.request("GET", "/long"))
+    await settle()
+    event = asyncio.create_task(events.request("POST", "/event"))
+    await settle()
+    await main.request("PATCH", "/status1")
+    await settle()
+    assert "/event" not in wire.sent
+    await main.request("PATCH", "/status2")
+    await event
+    assert wire.sent == ["/long", "/status1", "/status2", "/event"]
+    wire.release("/long")
+    await long
+    await main.close()
+
+
+async def test_a_failed_request_does_not_hold_background_requests_back() -> None:
+    wire = HeldWire()
+    main = Transport(ClientConfig(host=HOST, qps=0), transport_factory=lambda _c: wire)
+    events = main.background()
+    wire.hold("/status")
+    status = asyncio.create_task(main.request("PATCH", "/status"))
+    await settle()
+    status.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await status
+    await asyncio.wait_for(events.request("POST", "/event"), timeout=5)
+    assert wire.sent == ["/status", "/event"]
+    await main.close()

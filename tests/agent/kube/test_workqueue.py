@@ -316,3 +316,30 @@ async def test_a_deferred_key_wakes_a_worker_and_drains_on_shutdown() -> None:
     q.done("a")
     q.done("b")
     assert await drained
+
+
+async def test_keys_are_taken_first_come_first_served_by_every_worker() -> None:
+    """A burst of Works: however many workers, each starts the Work that came first among those
+    waiting; one added again while it waits keeps its place."""
+    q: WorkQueue[str] = WorkQueue("fifo", clock=FakeClock())
+    started: list[str] = []
+    release = asyncio.Event()
+
+    async def reconcile(key: str) -> Result | None:
+        started.append(key)
+        await release.wait()
+        return None
+
+    keys = [f"w{i}" for i in range(10)]
+    for key in keys:
+        q.add(key)
+    q.add("w0")
+    q.add("w5")
+    controller: Controller[str] = Controller("fifo", q, reconcile, workers=3)
+    controller.start()
+    await wait_for(lambda: len(started) == 3)
+    assert started == keys[:3]
+    release.set()
+    await wait_for(lambda: len(started) == len(keys))
+    assert started == keys
+    await controller.stop(5)

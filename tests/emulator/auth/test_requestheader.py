@@ -13,6 +13,7 @@ from emulator.requestheader import (
     RequestHeaderConfig,
     escape_extra_key,
     is_identity_header,
+    issued_by,
     proxy_headers,
 )
 from emulator.wire import ApiRequest, UserInfo
@@ -113,3 +114,22 @@ def test_the_published_form_reads_back(proxy_ca: CertificateAuthority) -> None:
     assert data["requestheader-username-headers"] == '["X-Remote-User"]'
     assert data["requestheader-extra-headers-prefix"] == '["X-Remote-Extra-"]'
     assert RequestHeaderConfig.from_configmap(data) == config
+
+
+def test_a_certificate_is_verified_against_a_ca_once() -> None:
+    """Every request carries the same client certificate: its signature is checked once per
+    CA, and the answer still tells which CA signed it."""
+    ca, other = CertificateAuthority.generate("ca"), CertificateAuthority.generate("other")
+    cert_pem, _ = ca.issue("user", usage="client")
+    authority = x509.load_pem_x509_certificate(ca.cert_pem)
+    stranger = x509.load_pem_x509_certificate(other.cert_pem)
+
+    def parsed() -> x509.Certificate:  # as each request parses its peer's certificate anew
+        return x509.load_pem_x509_certificate(cert_pem)
+
+    assert issued_by(parsed(), authority)
+    assert not issued_by(parsed(), stranger)
+    hits = issued_by.cache_info().hits
+    assert issued_by(parsed(), authority)
+    assert not issued_by(parsed(), stranger)
+    assert issued_by.cache_info().hits == hits + 2
