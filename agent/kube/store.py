@@ -109,6 +109,9 @@ class Store:
     def index_keys(self, index: str, value: str) -> builtins.list[str]:
         return sorted(self._indexes[index].get(value, set()))
 
+    def index_size(self, index: str, value: str) -> int:
+        return len(self._indexes[index].get(value, ()))
+
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         self._indexers[name] = func
         self._indexes[name] = {}
