@@ -42,6 +42,7 @@ class EmulatorProcess:
     client_user: str
     url: str
     admin: KubeClient
+    pid: int = 0
 
     @property
     def port(self) -> int:
@@ -85,7 +86,9 @@ async def emulator_process(
             await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
         config = await load_kubeconfig(str(admin_kc), user_agent="bench")
         admin = KubeClient(Transport(config.with_rate_limits(0, 0)))
-        yield EmulatorProcess(name, admin_kc, client_kc, client_user, config.host, admin)
+        yield EmulatorProcess(
+            name, admin_kc, client_kc, client_user, config.host, admin, process.pid
+        )
     finally:
         if admin is not None:
             await admin.close()
