@@ -86,6 +86,7 @@ CLUSTER_START_TIMEOUT = 300.0
 # The waits on the whole fleet grow with it: this much per cluster, on top of a minute.
 PER_CLUSTER_TIMEOUT = 30.0
 PROGRESS_EVERY = 10.0
+WRITE_VERBS = ("create", "update", "patch", "delete", "deletecollection")
 STOP_GRACE = 30.0
 
 
@@ -179,13 +180,17 @@ def is_lease_renewal(kind: str) -> bool:
 
 
 def idle_requests(counts: dict[str, int], minutes: float, agents: int) -> JSON:
-    """Per minute by verb and resource; the share that is not Lease renewals; per agent."""
+    """Per minute by verb and resource; per agent the Lease renewals; what is not a Lease
+    renewal, and of that the writes (a watch an informer starts again after its timeout is a
+    request too, but writes nothing)."""
     others = {k: n for k, n in counts.items() if not is_lease_renewal(k)}
+    other_writes = {k: n for k, n in others.items() if k.split(" ", 1)[0] in WRITE_VERBS}
     renewals = sum(n for k, n in counts.items() if is_lease_renewal(k))
     return {
         "per_minute": _per(counts, minutes),
         "lease_renewals_per_minute_per_agent": round(renewals / minutes / max(agents, 1), 2),
         "not_lease_renewals_per_minute": _per(others, minutes),
+        "writes_not_lease_renewals_per_minute": _per(other_writes, minutes),
         "only_lease_renewals": not others,
     }
 

@@ -101,9 +101,19 @@ def test_idle_requests_tell_lease_renewals_from_everything_else() -> None:
     assert only["only_lease_renewals"]
     assert only["lease_renewals_per_minute_per_agent"] == 6.0
     assert only["per_minute"] == {"total": 600.0, "update leases": 600.0}
-    mixed = idle_requests({"update leases": 60, "patch clusters/status": 10}, 0.5, 10)
+    mixed = idle_requests(
+        {"update leases": 60, "patch clusters/status": 10, "watch works": 5}, 0.5, 10
+    )
     assert not mixed["only_lease_renewals"]
-    assert mixed["not_lease_renewals_per_minute"] == {"total": 20.0, "patch clusters/status": 20.0}
+    assert mixed["not_lease_renewals_per_minute"] == {
+        "total": 30.0,
+        "patch clusters/status": 20.0,
+        "watch works": 10.0,
+    }
+    assert mixed["writes_not_lease_renewals_per_minute"] == {
+        "total": 20.0,
+        "patch clusters/status": 20.0,
+    }
     assert mixed["lease_renewals_per_minute_per_agent"] == 12.0
 
 
