@@ -390,8 +390,14 @@ async def _start_members(
         member.agent = make_agent(name, member.cluster, args.agent_python, tunnel)
         member.stack.push_async_callback(_stop_agent, member.agent)
         member.agent_pid = await member.agent.start(cp, member.emulator, member.directory)
-        await _wait(_cluster_ready(cp.admin, member.cluster), CLUSTER_START_TIMEOUT,
-                    f"Cluster {member.cluster} Ready")  # fmt: skip
+        ready = _cluster_ready(cp.admin, member.cluster)
+
+        async def ready_while_running() -> bool:
+            if _agent_process(member.agent) is None:
+                raise RuntimeError(f"{member.cluster}: its agent exited; see {member.directory}")
+            return await ready()
+
+        await _wait(ready_while_running, CLUSTER_START_TIMEOUT, f"Cluster {member.cluster} Ready")
 
     await bounded(members, args.start_parallel, start, "clusters started and Ready")
 
@@ -456,15 +462,24 @@ async def _stop_all(members: list[Member]) -> None:
     print(f"  stopped {len(members)} clusters", flush=True)
 
 
+def _agent_process(agent: AgentUnderTest | None) -> asyncio.subprocess.Process | None:
+    """The agent's process while it runs, else None."""
+    process: Any = getattr(agent, "process", None)
+    if isinstance(agent, UpstreamAgent) and process is not None:
+        process = process.process
+    if process is None or process.returncode is not None:
+        return None
+    assert isinstance(process, asyncio.subprocess.Process)
+    return process
+
+
 async def _stop_agent(agent: AgentUnderTest) -> None:
     """SIGTERM; SIGKILL if the agent is still there after STOP_GRACE."""
     try:
         await asyncio.wait_for(agent.stop(), STOP_GRACE)
     except TimeoutError:
-        process: Any = getattr(agent, "process", None)
-        if isinstance(agent, UpstreamAgent) and process is not None:
-            process = process.process
-        if process is not None and process.returncode is None:
+        process = _agent_process(agent)
+        if process is not None:
             process.kill()
             await process.wait()
 
