@@ -610,6 +610,7 @@ async def _measure(
         sampler.phase = "burst"
         started = time.monotonic()
         await _create_all(client, bodies, watch)
+        created_in = time.monotonic() - started
         await wait_counting(watch.count_applied(burst_keys), len(burst_keys), timeout, "applied")
         burst_seconds = time.monotonic() - started
         await _each_quiet_once(pids, timeout, "agents idle after the burst")
@@ -640,6 +641,7 @@ async def _measure(
         "lease_age_idle": age_summary(sampler.ages.get("idle", [])),
         "lease_age_burst": age_summary(sampler.ages.get("burst", [])),
         "burst_works": len(burst_keys),
+        "burst_created_in_seconds": round(created_in, 2),
         "burst_applied_after_seconds": round(burst_seconds, 2),
         "burst_latency_p50_ms": round(_percentile(latencies, 0.5) * 1000, 1),
         "burst_latency_p95_ms": round(_percentile(latencies, 0.95) * 1000, 1),
@@ -703,20 +705,36 @@ async def route_get(client: KubeClient, member: EmulatorProcess, cluster: str) -
 
 
 async def fleet(agents: list[str], args: argparse.Namespace) -> list[JSON]:
-    """Each agent's fleet in turn; SIGTERM ends the run through the same clean-up as an error."""
+    """Each agent's fleet in turn. A run that fails is recorded with its error and the next one
+    goes on; SIGTERM stops the current run through the same clean-up and skips the rest, the
+    runs finished before it kept."""
     if args.tunnel:
         for binary in ("proxy-server", *(["proxy-agent"] if "go" in agents else [])):
             if upstream.binary(binary) is None:
                 raise SystemExit(f"--tunnel needs {binary}: {upstream.missing_reason(binary)}")
     loop = asyncio.get_running_loop()
-    main = asyncio.current_task()
-    assert main is not None
-    loop.add_signal_handler(signal.SIGTERM, main.cancel)
-    runs = []
+    stopping = asyncio.Event()
+    current: list[asyncio.Task[JSON]] = []
+
+    def stop() -> None:
+        stopping.set()
+        for task in current:
+            task.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, stop)
+    runs: list[JSON] = []
     try:
         for name in agents:
+            if stopping.is_set():
+                break
+            task = asyncio.create_task(run_fleet(name, args))
+            current[:] = [task]
             try:
-                runs.append(await run_fleet(name, args))
+                runs.append(await task)
+            except asyncio.CancelledError:
+                if not stopping.is_set():
+                    raise
+                runs.append({"agent": name, "clusters": args.clusters, "error": "SIGTERM"})
             except Exception as error:  # the other agents' runs still count
                 traceback.print_exc()
                 runs.append({"agent": name, "clusters": args.clusters, "error": repr(error)})
