@@ -8,7 +8,7 @@ processes of their own.
                                   [--changes 80[,80,...]] [--offline-seconds 30] [--lifted]
                                   [--agents ours,go]
     python -m bench.scale fleet   [--clusters 100] [--burst 10] [--idle-seconds 60]
-                                  [--agents ours,go]
+                                  [--agents ours,go] [--tunnel] [--start-parallel 4]
     (every mode: [--agent-python PY] [--out FILE])
 
 burst: bench.agent_latency's `measure` (half Deployments, half ConfigMaps, created one after
@@ -35,10 +35,14 @@ once it answers, as its Pod would be restarted (without the kubelet's backoff).
 Waits scale with the Works (bench.agent_latency.patience) and long ones print progress, so
 that a 20,000-Work run neither times out nor runs silent.
 
-fleet: one control-plane emulator, `--clusters` member emulators (a process each) and as many
-agents; idle, then a burst of `--burst` Works per cluster: the agents' connections to the
-control plane, their requests per minute (idle), the Lease age p99 (how stale the heartbeats
-get, sampled every second), the time until every Work is Applied, and the agents' total RSS.
+fleet (bench.fleet): one control-plane emulator, `--clusters` member emulators (a process each)
+and as many agents, started `--start-parallel` at a time; idle, then a burst of `--burst` Works
+per cluster: the agents' connections to the control plane (each agent's own), their requests per
+minute while idle by verb and resource (which are not Lease renewals), the Lease age p99 idle and
+during the burst, the time until every Work is Applied, and the total RSS of the agents and of
+the emulators; with `--tunnel`, the stock proxy-server too (ours with their tunnel, the Go agents
+with konnectivity's proxy-agent beside each): its connections and RSS, and a GET through every
+cluster's proxy route.
 
 The machine this runs on is shared, and every process (emulators, agents, the benchmark) competes
 for its cores: the figures are only comparable within one run.
@@ -49,7 +53,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
 import os
 import signal
 import sys
@@ -62,9 +65,9 @@ from typing import Any
 from agent.kube.client import KubeClient
 from agent.kube.config import load_kubeconfig
 from agent.kube.errors import KubeError, NotFoundError
-from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, LEASES, NAMESPACES
+from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS, NAMESPACES
 from agent.kube.transport import Transport
-from agent.resources import CLUSTERS, WORKS
+from agent.resources import WORKS
 from emulator import upstream
 from emulator.works import control_plane_work
 
@@ -80,7 +83,6 @@ from .agent_latency import (
     OurAgent,
     _create_works,
     _delta,
-    _per,
     _requests,
     _requests_settled,
     _settled_factory,
@@ -92,11 +94,12 @@ from .agent_latency import (
     member_object,
     patience,
     rss_mib,
-    tcp_connections,
     wait_until,
 )
 from .chaos import _offline
 from .emulators import EmulatorProcess, emulator_process
+from .fleet import add_arguments as fleet_arguments
+from .fleet import fleet as fleets
 from .report import report
 from .side_by_side import CONTROL_PLANE_LIFTED, UpstreamAgent
 
@@ -536,167 +539,7 @@ def _reachable(client: KubeClient) -> Callable[[], Awaitable[bool]]:
 
 
 async def fleet(args: argparse.Namespace) -> list[JSON]:
-    runs = []
-    for name in available(args.agents):
-        print(f"fleet: {name}, {args.clusters} clusters", flush=True)
-        runs.append(await fleet_one(name, args))
-    return runs
-
-
-async def fleet_one(name: str, args: argparse.Namespace) -> JSON:
-    directory = Path(tempfile.mkdtemp(prefix="scale-fleet-"))
-    async with contextlib.AsyncExitStack() as stack:
-        cp = await stack.enter_async_context(
-            emulator_process("karmada", "karmada", directory, client_user=AGENT_USER)
-        )
-        client = await admin_client(cp)
-        stack.push_async_callback(client.close)
-        await client.create(NAMESPACES, _namespace(NAMESPACE))
-        clusters = [f"member{i + 1}" for i in range(args.clusters)]
-        pids = []
-        for cluster in clusters:
-            sub = directory / cluster
-            sub.mkdir()
-            member = await stack.enter_async_context(
-                emulator_process("member", cluster, sub, client_user=AGENT_USER)
-            )
-            agent = _FleetAgent(make_agent(name, [], args.agent_python), cluster)
-            pids.append(await agent.start(cp, member, sub))
-            stack.push_async_callback(agent.stop)
-        await wait_until(_clusters_ready(client, clusters), 600, "every Cluster Ready")
-        for cluster in clusters:
-            await _member_namespace(client, None, cluster)
-        await wait_until(_all_settled(pids), 300, "agents idle")
-        before = await _requests(cp)
-        ages: list[float] = []
-        sampler = asyncio.create_task(_sample_lease_ages(client, clusters, ages))
-        try:
-            await asyncio.sleep(args.idle_seconds)  # the measurement window itself
-            idle = _per(_delta(await _requests(cp), before), args.idle_seconds / 60)
-            connections = sum(tcp_connections(pid, cp.port) for pid in pids)
-            idle_rss = sum(rss_mib(pid) for pid in pids)
-            burst_started = time.monotonic()
-            names = []
-            for cluster in clusters:
-                for i in range(args.burst):
-                    work_name = f"{PREFIX}{i}"
-                    body = control_plane_work(cluster, work_name, [manifest(i)])
-                    await client.create(WORKS, body, namespace=f"karmada-es-{cluster}")
-                    names.append((cluster, work_name))
-            await wait_until(_fleet_applied(client, clusters, args.burst), 1800, "burst applied")
-            burst_seconds = time.monotonic() - burst_started
-            await wait_until(_all_settled(pids), 300, "agents idle after the burst")
-        finally:
-            sampler.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await sampler
-        ordered = sorted(ages)
-        return {
-            "agent": name,
-            "clusters": len(clusters),
-            "idle_control_plane_connections": connections,
-            "idle_control_plane_requests_per_minute": idle,
-            "lease_age_p99_seconds": round(ordered[int(len(ordered) * 0.99) - 1], 2)
-            if ordered
-            else None,
-            "lease_age_max_seconds": round(ordered[-1], 2) if ordered else None,
-            "burst_works": len(names),
-            "burst_applied_after_seconds": round(burst_seconds, 2),
-            "agents_rss_idle_total_mib": round(idle_rss, 1),
-            "agents_rss_after_burst_total_mib": round(sum(rss_mib(pid) for pid in pids), 1),
-            "logs": str(directory),
-        }
-
-
-class _FleetAgent:
-    """An agent of the fleet: its own cluster name (the benchmarks' agents all use CLUSTER)."""
-
-    def __init__(self, agent: AgentUnderTest, cluster: str) -> None:
-        self.agent = agent
-        self.cluster = cluster
-
-    async def start(self, cp: EmulatorProcess, member: EmulatorProcess, directory: Path) -> int:
-        if isinstance(self.agent, OurAgent):
-            self.agent.args = [*self.agent.args, f"--cluster-name={self.cluster}"]
-            return await self.agent.start(cp, member, directory)
-        assert isinstance(self.agent, UpstreamAgent)
-        self.agent.process = upstream.UpstreamKarmadaAgent(
-            karmada_kubeconfig=cp.client_kubeconfig,
-            member_kubeconfig=member.client_kubeconfig,
-            cluster_name=self.cluster,
-            extra_args=["--leader-elect=false", *self.agent.args],
-            workdir=directory,
-        )
-        await self.agent.process.start(timeout=120)
-        assert self.agent.process.process is not None
-        return self.agent.process.process.pid
-
-    async def stop(self) -> None:
-        await self.agent.stop()
-
-
-def _clusters_ready(client: KubeClient, clusters: list[str]) -> Callable[[], Awaitable[bool]]:
-    async def check() -> bool:
-        listed = await client.list(CLUSTERS)
-        ready = {
-            str(c["metadata"]["name"])
-            for c in listed["items"]
-            if any(
-                x.get("type") == "Ready" and x.get("status") == "True"
-                for x in (c.get("status") or {}).get("conditions") or ()
-            )
-        }
-        return ready >= set(clusters)
-
-    return check
-
-
-def _all_settled(pids: list[int]) -> Callable[[], Awaitable[bool]]:
-    checks = [_settled_factory(pid) for pid in pids]
-
-    async def check() -> bool:
-        return all(await asyncio.gather(*(c() for c in checks)))
-
-    return check
-
-
-def _fleet_applied(
-    client: KubeClient, clusters: list[str], per_cluster: int
-) -> Callable[[], Awaitable[bool]]:
-    async def check() -> bool:
-        for cluster in clusters:
-            listed = await client.list(WORKS, namespace=f"karmada-es-{cluster}")
-            applied = sum(
-                1
-                for w in listed["items"]
-                if w["metadata"]["name"] != "bench-ns"
-                and any(
-                    c.get("type") == "Applied" and c.get("status") == "True"
-                    for c in (w.get("status") or {}).get("conditions") or ()
-                )
-            )
-            if applied < per_cluster:
-                return False
-        return True
-
-    return check
-
-
-async def _sample_lease_ages(client: KubeClient, clusters: list[str], ages: list[float]) -> None:
-    """Every second: how long ago each cluster's Lease was renewed."""
-    wanted = set(clusters)
-    while True:
-        with contextlib.suppress(KubeError):
-            listed = await client.list(LEASES, namespace=LEASE_NAMESPACE)
-            now = datetime.datetime.now(datetime.UTC)
-            for lease in listed["items"]:
-                if lease["metadata"]["name"] not in wanted:
-                    continue
-                renewed = (lease.get("spec") or {}).get("renewTime")
-                if renewed:
-                    at = datetime.datetime.fromisoformat(renewed.replace("Z", "+00:00"))
-                    ages.append(max((now - at).total_seconds(), 0.0))
-        await asyncio.sleep(1.0)  # the sampling period
+    return await fleets(available(args.agents), args)
 
 
 # --- main -------------------------------------------------------------------------------------
@@ -736,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clusters", type=int, default=100)
     parser.add_argument("--burst", type=int, default=10)
     parser.add_argument("--out", default="")
+    fleet_arguments(parser)
     args = parser.parse_args(argv)
     modes = {"burst": burst, "restart": restart, "fleet": fleet}
     runs = asyncio.run(modes[args.mode](args))

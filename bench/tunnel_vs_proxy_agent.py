@@ -69,10 +69,16 @@ JSON = dict[str, Any]
 
 @contextlib.asynccontextmanager
 async def go_proxy_agent(
-    hub: StockProxyServer, cp: EmulatorProcess, member: EmulatorProcess, directory: Path
+    hub: StockProxyServer,
+    cp: EmulatorProcess,
+    directory: Path,
+    *,
+    agent_id: str = "go-bench",
+    ca_file: Path | None = None,
 ) -> AsyncIterator[upstream.UpstreamProcess]:
-    """proxy-agent for `member`: mTLS to the proxy-server with a Karmada client certificate (the
-    client kubeconfig's), the member's host as its identifier."""
+    """proxy-agent for a member on this host: mTLS to the proxy-server with a Karmada client
+    certificate (the client kubeconfig's), the members' host as its identifier; `ca_file` the
+    proxy-server's CA (default `directory`/server-ca.crt)."""
     config = yaml.safe_load(cp.client_kubeconfig.read_text())
     user = config["users"][0]["user"]
     cert, key = directory / "go-agent.crt", directory / "go-agent.key"
@@ -85,10 +91,10 @@ async def go_proxy_agent(
         [
             "--proxy-server-host=127.0.0.1",
             f"--proxy-server-port={hub.agent_address.rpartition(':')[2]}",
-            f"--ca-cert={directory / 'server-ca.crt'}",
+            f"--ca-cert={ca_file or directory / 'server-ca.crt'}",
             f"--agent-cert={cert}",
             f"--agent-key={key}",
-            "--agent-id=go-bench",
+            f"--agent-id={agent_id}",
             "--agent-identifiers=host=127.0.0.1",
             f"--health-server-port={health}",
             f"--admin-server-port={upstream.free_port()}",
@@ -249,7 +255,7 @@ async def run(args: argparse.Namespace) -> JSON:
             )
             async with (
                 agent_process(cp, ours, CLUSTER, directory, *flags) as our_agent,
-                go_proxy_agent(hub, cp, theirs, directory) as go_agent,
+                go_proxy_agent(hub, cp, directory) as go_agent,
             ):
                 cluster = await registered(cp, CLUSTER, tunnel=True)
                 spec = cluster["spec"]

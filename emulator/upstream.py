@@ -78,15 +78,25 @@ def aggregated_apiserver_missing_reason() -> str | None:
     return etcd_missing_reason()
 
 
+# Ports already handed out by this process: free while nobody listens yet, so a second caller
+# would otherwise get the same one before the first binary binds it (a fleet of upstream
+# processes picks hundreds).
+_handed_out: set[int] = set()
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port free now, below the ephemeral range (a Go server may refuse those)."""
+    """A port free now, below the ephemeral range (a Go server may refuse those), and not one
+    this process handed out before."""
     for _ in range(200):
         port = random.randint(*_PORT_RANGE)
+        if port in _handed_out:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind((host, port))
             except OSError:
                 continue
+            _handed_out.add(port)
             return port
     raise RuntimeError("no free port found")
 
