@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -25,6 +26,7 @@ from agent.karmada.conditions import new_condition
 from agent.karmada.work import applied_message, dispatching_condition
 from agent.kube.controller import Result, TerminalError
 from agent.kube.errors import ApiError, from_status
+from agent.kube.store import Store
 from agent.options import Options
 from agent.sources.member_objects import MemberObjects
 from agent.sources.works import merge_patch
@@ -58,6 +60,8 @@ class FakeWorks(NotWatched):
 
     def __init__(self, works: list[JsonDict]) -> None:
         self.objects = {w["metadata"]["name"]: w for w in works}
+        # What the deletion guard indexes (no outage here: its share is never asked for).
+        self.reflector = SimpleNamespace(store=Store())
         self.written: list[JsonDict] = []
         self.fail_writes = False
         self.write_error = {"code": 500, "reason": "InternalError", "message": "write failed"}
