@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import os
 import signal
 import sys
@@ -163,8 +164,6 @@ async def burst(args: argparse.Namespace) -> list[JSON]:
         )
         result["lifted"] = args.lifted
         runs.append(result)
-    if args.plot:
-        plot(runs, Path(args.plot))
     return runs
 
 
@@ -581,12 +580,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="")
     fleet_arguments(parser)
     args = parser.parse_args(argv)
+    if args.plot and importlib.util.find_spec("matplotlib") is None:
+        parser.error("--plot needs matplotlib: pip install -e '.[bench]'")
     modes = {"burst": burst, "restart": restart, "fleet": fleet}
     runs = asyncio.run(modes[args.mode](args))
     out = args.out or f"bench/results/scale-{args.mode}.json"
     for i, run in enumerate(runs):
         report(run, Path(out).with_suffix(f".{i}.json") if len(runs) > 1 else out)
         print(flush=True)
+    if args.plot:
+        plot(runs, Path(args.plot))  # after the figures are written: a 20,000-Work run is long
     return 0
 
 
