@@ -78,24 +78,30 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
-def tcp_connections(pid: int, port: int) -> int:
-    """Established TCP connections of process `pid` to `port` (on this host)."""
-    inodes = set()
-    fd_dir = Path(f"/proc/{pid}/fd")
-    for fd in fd_dir.iterdir():
-        with contextlib.suppress(OSError):
-            target = os.readlink(fd)
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
+def tcp_connections(pid: int, port: int, *, end: str = "remote") -> int:
+    """Established TCP connections of process `pid` whose `end` ("remote": a server's port it
+    dialled; "local": a port it serves, its accepted connections) is `port`, on this host."""
+    column = {"local": 1, "remote": 2}[end]
+    inodes = socket_inodes(pid)
     count = 0
     for table in ("tcp", "tcp6"):
         with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/net/{table}") as f:
             for line in f.readlines()[1:]:
                 fields = line.split()
-                remote_port = int(fields[2].rsplit(":", 1)[1], 16)
-                if fields[3] == "01" and remote_port == port and fields[9] in inodes:
+                end_port = int(fields[column].rsplit(":", 1)[1], 16)
+                if fields[3] == "01" and end_port == port and fields[9] in inodes:
                     count += 1
     return count
+
+
+def socket_inodes(pid: int) -> set[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    return inodes
 
 
 def manifest(i: int) -> JSON:

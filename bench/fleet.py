@@ -206,31 +206,6 @@ def connection_summary(per_agent: dict[str, int]) -> JSON:
     }
 
 
-def established_to_local_port(pid: int, port: int) -> int:
-    """Established TCP connections of process `pid` whose local port is `port` (a server's
-    accepted connections)."""
-    inodes = _socket_inodes(pid)
-    count = 0
-    for table in ("tcp", "tcp6"):
-        with contextlib.suppress(FileNotFoundError), open(f"/proc/{pid}/net/{table}") as f:
-            for line in f.readlines()[1:]:
-                fields = line.split()
-                local_port = int(fields[1].rsplit(":", 1)[1], 16)
-                if fields[3] == "01" and local_port == port and fields[9] in inodes:
-                    count += 1
-    return count
-
-
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        with contextlib.suppress(OSError):
-            target = os.readlink(fd)
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-    return inodes
-
-
 def _rss(pids: Iterable[int]) -> float:
     total = 0.0
     for pid in pids:
@@ -559,7 +534,7 @@ def _tunnel_connections(members: list[Member], tunnel: Tunnel) -> JSON:
         m.cluster: tcp_connections(m.proxy_agent_pid or m.agent_pid, port) for m in members
     }
     return {
-        "proxy_server_established_on_agent_port": established_to_local_port(tunnel.pid, port),
+        "proxy_server_established_on_agent_port": tcp_connections(tunnel.pid, port, end="local"),
         "from_agents": connection_summary(per_agent),
     }
 

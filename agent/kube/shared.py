@@ -32,6 +32,9 @@ def shared(obj: dict[str, Any]) -> dict[str, Any]:
     return _shared_dict(obj, _table.setdefault)
 
 
+# The dict and list walks below are written out twice on purpose: one walk calling a per-value
+# helper for every leaf took 43 us per cached Work against 24 us for these (a cache takes every
+# object through here).
 def _shared_dict(obj: dict[str, Any], share: _Share) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in obj.items():

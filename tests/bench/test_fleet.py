@@ -15,7 +15,6 @@ from bench.fleet import (
     age_summary,
     bounded,
     connection_summary,
-    established_to_local_port,
     idle_requests,
     is_lease_renewal,
     lease_ages,
@@ -137,7 +136,7 @@ async def test_established_connections_are_counted_on_each_side() -> None:
             accepted = [server.accept()[0] for _ in clients]
             # This process holds both ends: 3 to the port, 3 accepted on it.
             assert tcp_connections(os.getpid(), port) == 3
-            assert established_to_local_port(os.getpid(), port) == 3
+            assert tcp_connections(os.getpid(), port, end="local") == 3
         finally:
             for sock in clients + accepted:
                 sock.close()
