@@ -122,9 +122,9 @@ def applied(work: JSON) -> bool:
     )
 
 
-async def cluster_ready(client: KubeClient) -> bool:
+async def cluster_ready(client: KubeClient, name: str = CLUSTER) -> bool:
     try:
-        cluster = await client.get(CLUSTERS, CLUSTER)
+        cluster = await client.get(CLUSTERS, name)
     except NotFoundError:
         return False
     return any(
@@ -148,8 +148,10 @@ async def wait_until(
     timeout: float,
     what: str,
     progress: Callable[[], str] | None = None,
+    interval: float = 0.05,
 ) -> None:
-    """Poll `check` until true; with `progress`, a line of it every PROGRESS_PERIOD seconds."""
+    """Poll `check` every `interval` seconds until true; with `progress`, a line of it every
+    PROGRESS_PERIOD seconds."""
     started = time.monotonic()
     deadline = started + timeout
     next_report = started + PROGRESS_PERIOD
@@ -160,7 +162,7 @@ async def wait_until(
         if progress is not None and now >= next_report:
             print(f"  {what}: {progress()} ({now - started:.0f} s)", flush=True)
             next_report = now + PROGRESS_PERIOD
-        await asyncio.sleep(0.05)  # poll interval of a wait-for-condition loop
+        await asyncio.sleep(interval)  # poll interval of a wait-for-condition loop
 
 
 # --- the agent under test -----------------------------------------------------------------------

@@ -48,7 +48,7 @@ from typing import Any, TypeVar
 import httpx
 
 from agent.kube.client import KubeClient
-from agent.kube.errors import KubeError, NotFoundError
+from agent.kube.errors import KubeError
 from agent.kube.resources import LEASES, NAMESPACES, SECRETS
 from agent.resources import CLUSTERS, WORKS
 from emulator import upstream
@@ -69,9 +69,11 @@ from .agent_latency import (
     _requests,
     _settled_factory,
     applied,
+    cluster_ready,
     manifest,
     rss_mib,
     tcp_connections,
+    wait_until,
 )
 from .emulators import EmulatorProcess, emulator_process
 from .side_by_side import UpstreamAgent
@@ -365,14 +367,19 @@ async def _start_members(
         member.agent = make_agent(name, member.cluster, args.agent_python, tunnel)
         member.stack.push_async_callback(_stop_agent, member.agent)
         member.agent_pid = await member.agent.start(cp, member.emulator, member.directory)
-        ready = _cluster_ready(cp.admin, member.cluster)
 
         async def ready_while_running() -> bool:
             if _agent_process(member.agent) is None:
                 raise RuntimeError(f"{member.cluster}: its agent exited; see {member.directory}")
-            return await ready()
+            return await cluster_ready(cp.admin, member.cluster)
 
-        await _wait(ready_while_running, CLUSTER_START_TIMEOUT, f"Cluster {member.cluster} Ready")
+        # A slower poll than one agent's benchmarks: a hundred clusters wait at once.
+        await wait_until(
+            ready_while_running,
+            CLUSTER_START_TIMEOUT,
+            f"Cluster {member.cluster} Ready",
+            interval=0.2,
+        )
 
     await bounded(members, args.start_parallel, start, "clusters started and Ready")
 
@@ -461,28 +468,6 @@ async def _stop_agent(agent: AgentUnderTest) -> None:
 
 def _namespace(name: str) -> JSON:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-
-
-async def _wait(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        await asyncio.sleep(0.2)  # poll interval of a wait-for-condition loop
-
-
-def _cluster_ready(client: KubeClient, cluster: str) -> Callable[[], Awaitable[bool]]:
-    async def check() -> bool:
-        try:
-            obj = await client.get(CLUSTERS, cluster)
-        except NotFoundError:
-            return False
-        return any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (obj.get("status") or {}).get("conditions") or ()
-        )
-
-    return check
 
 
 async def _each_quiet_once(pids: list[int], timeout: float, what: str) -> None:
