@@ -106,20 +106,19 @@ class DeletionGuard:
         outage = await self._last_outage()
         now = self._clock.now()
         until = outage.back_at + self.grace if outage is not None else now
-        if now >= until:
+        if outage is None or now >= until:  # no outage, or its grace period is over
             self.release(name)
             return None
         deleting, total = self._share()
-        if outage is not None and now < until and total and deleting < self.threshold * total:
+        if total and deleting < self.threshold * total:
             settled_at = outage.back_at + min(self.grace, SETTLE_SECONDS)
             if now < settled_at:
                 # The deletions of one eviction reach the watch one by one as it catches up:
                 # judge the wave as it arrives, not by its first Work alone.
                 return min(settled_at - now, SETTLE_RECHECK_SECONDS)
-        if now >= until or total == 0 or deleting < self.threshold * total:
+        if total == 0 or deleting < self.threshold * total:
             self.release(name)
             return None
-        assert outage is not None
         self._outage = outage
         if name not in self._held:
             self._held[name] = until
