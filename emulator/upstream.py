@@ -507,8 +507,35 @@ def _external_name_service(service: str, namespace: str) -> dict[str, Any]:
     }
 
 
-class KarmadaAggregatedApiserver(ExtensionApiserver):
-    """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`.
+class EtcdBackedApiserver(ExtensionApiserver):
+    """An extension API server that keeps its objects in an etcd of its own (files under
+    `workdir`): etcd starts before the server and stops after it."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        file_stem: str,
+        *,
+        etcd_ca_name: str,
+        extra_dns_names: Sequence[str] = (),
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        super().__init__(workdir, file_stem, extra_dns_names)
+        self.etcd = Etcd(workdir, CertificateAuthority.generate(etcd_ca_name))
+
+    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
+        """Start etcd, then the server against the control plane `kubeconfig` names."""
+        await self.etcd.start()
+        return await super().start(kubeconfig, timeout)
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.etcd.stop()
+
+
+class KarmadaAggregatedApiserver(EtcdBackedApiserver):
+    """karmada-aggregated-apiserver with its etcd, reaching the control plane with `kubeconfig`
+    (its user needs Karmada's rights: the deployment gives it the admin's).
 
     Karmada's deployment has it serve on its pod IP behind the Service
     karmada-system/karmada-aggregated-apiserver; here it serves on 127.0.0.1:`port`, which the
@@ -518,9 +545,8 @@ class KarmadaAggregatedApiserver(ExtensionApiserver):
     GROUP_VERSION = "cluster.karmada.io/v1alpha1"
 
     def __init__(self, workdir: Path, *, extra_args: Sequence[str] = ()) -> None:
-        super().__init__(workdir, "server", extra_dns_names=["localhost"])
+        super().__init__(workdir, "server", etcd_ca_name="etcd-ca", extra_dns_names=["localhost"])
         self.extra_args = list(extra_args)
-        self.etcd = Etcd(workdir, CertificateAuthority.generate("etcd-ca"))
 
     def args(self, kubeconfig: Path) -> list[str]:
         """The deployment's flags; --bind-address and --secure-port for this machine."""
@@ -533,16 +559,6 @@ class KarmadaAggregatedApiserver(ExtensionApiserver):
             f"--secure-port={self.port}",
             *self.extra_args,
         ]
-
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
-        """Start etcd, then the server against the control plane `kubeconfig` names (its user
-        needs Karmada's rights: the deployment gives it the admin's)."""
-        await self.etcd.start()
-        return await super().start(kubeconfig, timeout)
-
-    async def stop(self) -> None:
-        await super().stop()
-        await self.etcd.stop()
 
     def service(self) -> dict[str, Any]:
         return aggregated_apiserver_service()
@@ -607,7 +623,7 @@ class KarmadaMetricsAdapter(ExtensionApiserver):
 SEARCH = "karmada-search"
 
 
-class KarmadaSearch(ExtensionApiserver):
+class KarmadaSearch(EtcdBackedApiserver):
     """karmada-search with Karmada's flags and an etcd of its own (files under `workdir`),
     serving search.karmada.io on the control plane behind the Service
     karmada-system/karmada-search and Karmada's APIService; it caches what each
@@ -618,9 +634,7 @@ class KarmadaSearch(ExtensionApiserver):
     GROUP_VERSION = "search.karmada.io/v1alpha1"
 
     def __init__(self, workdir: Path) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        super().__init__(workdir, "search")
-        self.etcd = Etcd(workdir, CertificateAuthority.generate("search-etcd-ca"))
+        super().__init__(workdir, "search", etcd_ca_name="search-etcd-ca")
 
     def args(self, kubeconfig: Path) -> list[str]:
         """The chart's flags (external etcd); --bind-address and --secure-port for here."""
@@ -632,14 +646,6 @@ class KarmadaSearch(ExtensionApiserver):
             "--bind-address=127.0.0.1",
             f"--secure-port={self.port}",
         ]
-
-    async def start(self, kubeconfig: Path, timeout: float = 60.0) -> Self:
-        await self.etcd.start()
-        return await super().start(kubeconfig, timeout)
-
-    async def stop(self) -> None:
-        await super().stop()
-        await self.etcd.stop()
 
     def service(self) -> dict[str, Any]:
         return _external_name_service(self.SERVICE, self.NAMESPACE)
