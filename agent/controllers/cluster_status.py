@@ -207,6 +207,18 @@ def trim_pod(pod: JsonDict) -> JsonDict:
     }
 
 
+def member_summaries(
+    nodes: list[JsonDict], pods: list[JsonDict], models: list[JsonDict]
+) -> JsonDict:
+    """nodeSummary and resourceSummary (with allocatableModelings when there are `models`)."""
+    summary = resource_summary(nodes, pods)
+    if models:
+        modelings = allocatable_modelings(models, nodes, pods)
+        if modelings:
+            summary["allocatableModelings"] = modelings
+    return {"nodeSummary": node_summary(nodes), "resourceSummary": summary}
+
+
 class MemberCaches:
     """Node and Pod reflectors on the member (all namespaces, no selector), trimmed objects."""
 
@@ -338,6 +350,8 @@ class ClusterStatusController:
         self._heartbeat_factory = heartbeat or self._default_heartbeat
         self.heartbeat: Heartbeat | None = None
         self.caches: MemberCaches | None = None
+        # The last summaries, and the cache revisions and resource models they were made of.
+        self._summaries_of: tuple[tuple[int, int, list[JsonDict]], JsonDict] | None = None
         self._periodic: Periodic | None = None
         self.status_writes = 0
         self.last_status: JsonDict | None = None
@@ -407,6 +421,7 @@ class ClusterStatusController:
         if heartbeat is not None:
             await heartbeat.stop()
         caches, self.caches = self.caches, None
+        self._summaries_of = None
         if caches is not None:
             await caches.stop()
 
@@ -566,15 +581,16 @@ class ClusterStatusController:
                     timeout,
                 )
                 return None
-        nodes = self.caches.nodes.store.list()
-        pods = self.caches.pods.store.list()
-        summary = resource_summary(nodes, pods)
         models = (cluster.get("spec") or {}).get("resourceModels") or []
-        if models and self.options.gate("CustomizedClusterResourceModeling"):
-            modelings = allocatable_modelings(models, nodes, pods)
-            if modelings:
-                summary["allocatableModelings"] = modelings
-        return {"nodeSummary": node_summary(nodes), "resourceSummary": summary}
+        if not self.options.gate("CustomizedClusterResourceModeling"):
+            models = []
+        nodes, pods = self.caches.nodes.store, self.caches.pods.store
+        # The sums walk every cached Pod: with nothing changed on the member (the caches'
+        # revisions) nor in the resource models, the last pass's figures still hold.
+        inputs = (nodes.revision, pods.revision, copy.deepcopy(models))
+        if self._summaries_of is None or self._summaries_of[0] != inputs:
+            self._summaries_of = (inputs, member_summaries(nodes.list(), pods.list(), models))
+        return copy.deepcopy(self._summaries_of[1])
 
     def _writing(self) -> AbstractContextManager[Answers]:
         informer = self.cluster_informer

@@ -9,6 +9,7 @@ included (a decimal quantity of 10^21 or more loses its suffix: 1000E prints as 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from decimal import (
@@ -106,6 +107,9 @@ def _suffix(suffix: str, text: str) -> tuple[int, int, Format]:
     raise QuantityError(f"unable to parse quantity's suffix: {text!r}")
 
 
+# A member's Pods repeat a few request strings ("100m", "128Mi") thousands of times, and the
+# cluster status sums them every pass; a Quantity is immutable, so one parse serves them all.
+@functools.lru_cache(maxsize=1024)
 def _parse(text: str) -> Quantity:
     if not text:
         raise QuantityError("quantities must match the regular expression: ''")

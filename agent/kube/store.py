@@ -73,6 +73,9 @@ class Store:
         self._indexers: dict[str, IndexFunc] = {"namespace": by_namespace, **(indexers or {})}
         self._indexes: dict[str, dict[str, set[str]]] = {n: {} for n in self._indexers}
         self._transform = transform
+        # Bumped by every change of the content: a reader that derives something from the
+        # whole store (a sum over every object) recomputes it only when this moved.
+        self.revision = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -127,18 +130,21 @@ class Store:
             self._unindex(key, old)
         self._items[key] = obj
         self._index(key, obj)
+        self.revision += 1
         return key, old
 
     def delete(self, key: str) -> JsonDict | None:
         old = self._items.pop(key, None)
         if old is not None:
             self._unindex(key, old)
+            self.revision += 1
         return old
 
     def replace(self, objects: JsonList) -> None:
         """Swap the whole content (prepared objects)."""
         self._items = {}
         self._indexes = {n: {} for n in self._indexers}
+        self.revision += 1
         for obj in objects:
             self.put(obj)
 

@@ -13,6 +13,7 @@ from typing import Any, cast
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from agent.controllers import cluster_status
 from agent.controllers.cluster_status import (
     ClusterStatusController,
     Health,
@@ -26,7 +27,7 @@ from agent.controllers.watches import start_source
 from agent.events import EventEmitter
 from agent.kube.client import KubeClient
 from agent.kube.clock import FakeClock, ServerClock
-from agent.kube.resources import EVENTS, NODES
+from agent.kube.resources import EVENTS, NODES, PODS
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
@@ -289,6 +290,58 @@ async def test_sync_reports_status_and_skips_unchanged_writes(tmp_path: Path) ->
         finally:
             await controller.stop()
         assert controller.heartbeat is None
+
+
+async def test_unchanged_member_caches_are_not_summed_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summaries walk every cached Pod; at idle (nothing changed on the member) a pass
+    reuses the last figures, and a changed Pod is summed on the next pass."""
+    summed: list[int] = []
+    real = cluster_status.member_summaries
+
+    def counted(nodes: Any, pods: Any, models: Any) -> dict[str, Any]:
+        summed.append(len(pods))
+        return real(nodes, pods, models)
+
+    monkeypatch.setattr(cluster_status, "member_summaries", counted)
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        controller = ClusterStatusController(karmada=karmada, member=member, options=options)
+        try:
+            for _ in range(3):
+                await controller.sync_once()
+            assert len(summed) == 1
+            before = await pair.cluster()
+            assert before is not None
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": "new", "namespace": "default"},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": "i", "resources": {"requests": {"cpu": "250m"}}}
+                    ]
+                },
+            }
+            await member.create(PODS, pod, namespace="default")
+            await wait_for(lambda: _cached_pod(controller, "default/new"), timeout=10)
+            await controller.sync_once()
+            await controller.sync_once()
+            assert len(summed) == 2
+            after = await pair.cluster()
+            assert after is not None
+            assert _pods_summed(after) == _pods_summed(before) + 1
+        finally:
+            await controller.stop()
+
+
+def _pods_summed(cluster: dict[str, Any]) -> int:
+    summary = cluster["status"]["resourceSummary"]
+    return sum(int((summary.get(k) or {}).get("pods", 0)) for k in ("allocating", "allocated"))
+
+
+async def _cached_pod(controller: ClusterStatusController, key: str) -> bool:
+    return controller.caches is not None and controller.caches.pods.store.get(key) is not None
 
 
 @asynccontextmanager

@@ -1,5 +1,8 @@
 from typing import Any
 
+import pytest
+
+from agent.karmada import quantity
 from agent.karmada.quantity import parse_quantity
 from agent.karmada.summary import (
     allocatable_modelings,
@@ -67,6 +70,24 @@ def test_resource_summary_splits_allocating_and_allocated() -> None:
         "allocating": {"cpu": "250m", "memory": "256Mi", "pods": "1"},
         "allocated": {"cpu": "2500m", "memory": "1536Mi", "pods": "2"},
     }
+
+
+def test_a_request_repeated_across_pods_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every status pass sums every Pod's requests; the same few strings recur on thousands."""
+    scanned: list[str] = []
+    real_scan = quantity._scan
+
+    def counted(text: str) -> Any:
+        scanned.append(text)
+        return real_scan(text)
+
+    monkeypatch.setattr(quantity, "_scan", counted)
+    # Strings no other test parses (a parse they made earlier would be remembered).
+    pods = [pod("a", "123m", "321Mi") for _ in range(200)]
+    summary = resource_summary([node("a", "64", "256Gi", pods="300")], pods)
+    assert summary["allocated"] == {"cpu": "24600m", "memory": "64200Mi", "pods": "200"}
+    assert scanned.count("123m") <= 1
+    assert scanned.count("321Mi") <= 1
 
 
 def test_allocatable_modelings_counts_free_capacity_per_grade() -> None:
