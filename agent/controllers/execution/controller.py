@@ -77,6 +77,7 @@ class ExecutionController(WorkController):
         self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
         self.start_order = StartOrder(ctx, self.queue, self.applier)
         self._sorting: asyncio.Task[None] | None = None
+        self._recorded: asyncio.Task[list[JsonDict] | None] | None = None
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
         self.kinds = WaitingKinds(ctx.member_mapper, ctx.sources.member_objects, self.queue.add)
@@ -99,10 +100,17 @@ class ExecutionController(WorkController):
 
     # --- lifecycle -----------------------------------------------------------------------------
 
+    async def start(self) -> None:
+        self._recorded = asyncio.get_running_loop().create_task(
+            self.start_order.load_record(), name=f"{self.name} record"
+        )
+        await super().start()
+
     async def _before_workers(self) -> None:
         # Before any worker runs: a reconcile of a vanished Work drops its record, and the
         # record is what tells that the Work's objects were orphaned.
-        await self.deletion.settle_records()
+        recorded = await self._recorded if self._recorded is not None else None
+        await self.deletion.settle_records(recorded)
         # Works applied as recorded wait behind the others while a pass finds which of them
         # need an apply after all; the workers start on the others at once (start_order.py).
         deferred = self.start_order.defer_applied(self.works.names())
@@ -116,8 +124,8 @@ class ExecutionController(WorkController):
                 self.start_order.run(deferred), name=f"{self.name} start order"
             )
 
-    def _stop_tasks(self) -> list[asyncio.Task[None]]:
-        return [self._sorting] if self._sorting is not None else []
+    def _stop_tasks(self) -> list[asyncio.Task[Any]]:
+        return [t for t in (self._sorting, self._recorded) if t is not None]
 
     async def stop(self) -> None:
         await super().stop()

@@ -86,16 +86,18 @@ def applied_by(live: JsonDict, field_manager: str, take_over_from: Collection[st
 
 def touched_since_applied(live: JsonDict, field_manager: str) -> bool:
     """The object is going away, `field_manager` has no main-resource `Apply` entry, or another
-    manager's main-resource entry is newer than it (status writes are not looked at)."""
+    entry is newer than it; status writes are not looked at (a scale is: it sets replicas)."""
     if (live.get("metadata") or {}).get("deletionTimestamp"):
         return True
     ours: datetime | None = None
     others: list[datetime | None] = []
     for entry in _writers(live):
-        if entry.get("subresource"):
+        subresource = entry.get("subresource")
+        if subresource == "status":
             continue
         stamp = parse_time(entry.get("time"))
-        if entry.get("manager") == field_manager and entry.get("operation") == "Apply":
+        mine = entry.get("manager") == field_manager and entry.get("operation") == "Apply"
+        if mine and not subresource:
             ours = stamp
         else:
             others.append(stamp)

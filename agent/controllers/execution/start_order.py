@@ -52,6 +52,26 @@ class StartOrder:
         self.applier = applier
         self.objects = ctx.sources.member_objects
 
+    async def load_record(self) -> list[JsonDict] | None:
+        """The recorded Works (None when the record cannot be read), their kinds' member caches
+        started: listed while the Works are, not after them, so that the pass finds them
+        synced sooner."""
+        try:
+            recorded = await self.ctx.sources.records.load()
+        except KubeError:
+            return None  # said when the record is read again (Deletion.settle_records)
+        kinds = {
+            (item.api_version, item.kind)
+            for work in recorded
+            for item in manifests_of(work)
+            if not isinstance(item, ManifestError)
+        }
+        for api_version, kind in sorted(kinds):
+            with contextlib.suppress(KubeError):
+                info = await self.ctx.member_mapper.resource_for(api_version, kind)
+                self.objects.ensure(info.gvr, info.kind)
+        return recorded
+
     def defer_applied(self, names: Iterable[str]) -> list[str]:
         """Defer (held) the Works applied as recorded; their names, in queue order."""
         works, records = self.ctx.sources.works, self.ctx.sources.records
@@ -63,13 +83,19 @@ class StartOrder:
             and records.applied_as_recorded(work)
         ]
         self.queue.defer(candidates, held=True)
-        return [name for name in candidates if self.queue.is_deferred(name)]
+        deferred = [name for name in candidates if self.queue.is_deferred(name)]
+        if not deferred:
+            self.queue.release_deferred()
+        return deferred
 
     async def run(self, names: list[str]) -> None:
         """Add the deferred Works of `names` that need an apply, cheapest signals first; then
         release the rest."""
         try:
             await self._sort(names)
+        except Exception:
+            # Their reconciles still verify them, in the order they came.
+            log.exception("Works applied before not sorted by need")
         finally:
             self.queue.release_deferred()
 

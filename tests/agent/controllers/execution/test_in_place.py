@@ -108,6 +108,8 @@ def test_a_write_by_someone_else_after_our_apply_is_a_cheap_signal_of_drift() ->
     # The member's controllers reporting status say nothing about what we applied.
     status = {"manager": "kcm", "operation": "Update", "subresource": "status", "time": later}
     assert not touched(OURS, status)
+    scale = {"manager": "kubectl", "operation": "Update", "subresource": "scale", "time": later}
+    assert touched(OURS, scale)
     assert touched({"manager": "kubectl", "operation": "Update", "time": later})  # not ours
     assert touched(OURS, metadata__deletionTimestamp=later)
 
