@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
@@ -39,8 +40,10 @@ log = get_logger(__name__)
 JsonDict = dict[str, Any]
 # How long the pass waits for the member caches of the deferred Works' kinds.
 SYNC_WAIT = 10.0
-# Works looked at between two yields to the event loop (the workers, the watches, the heartbeat).
-YIELD_EVERY = 64
+# The longest the pass runs between two yields to the event loop (the workers, the watches,
+# the heartbeat): long enough that the workStatus controller's reconciles of every Work, which
+# start at the same time, do not leave it a small share of the loop.
+SLICE_SECONDS = 0.05
 
 Signal = Callable[[JsonDict, list[ObjectKey]], Awaitable[bool]]
 
@@ -101,15 +104,15 @@ class StartOrder:
 
     async def _sort(self, names: list[str]) -> None:
         keys: dict[str, list[ObjectKey]] = {}
-        for count, name in enumerate(names, 1):
+        slices = _Slices()
+        for name in names:
             work = self.ctx.sources.works.get(name)
             objects = await self._objects_of(work) if work is not None else None
             if objects is None:
                 self.queue.add(name)  # not to be judged here: its reconcile decides
             else:
                 keys[name] = objects
-            if count % YIELD_EVERY == 0:
-                await asyncio.sleep(0)
+            await slices.next()
         kinds = {key[0] for objects in keys.values() for key in objects}
         await asyncio.gather(*(self.objects.wait_known(gvr, SYNC_WAIT) for gvr in kinds))
         signals: list[tuple[str, Signal]] = [
@@ -119,15 +122,14 @@ class StartOrder:
         ]
         for reason, signal in signals:
             found = 0
-            for count, (name, objects) in enumerate(keys.items(), 1):
+            for name, objects in keys.items():
                 work = self.ctx.sources.works.get(name)
                 if work is None or not self.queue.is_deferred(name):
                     continue  # gone, or taken by an event: its reconcile sees to it
                 if await signal(work, objects):
                     self.queue.add(name)
                     found += 1
-                if count % YIELD_EVERY == 0:
-                    await asyncio.sleep(0)
+                await slices.next()
             if found:
                 log.info("Works applied before need an apply", reason=reason, works=found)
         log.info("Works found in place are verified after the others", works=self.queue.deferred)
@@ -174,3 +176,15 @@ class StartOrder:
             return True
         self.applier.verified.remember(work, versions)
         return False
+
+
+class _Slices:
+    """Yields to the event loop once SLICE_SECONDS have passed since the last yield."""
+
+    def __init__(self) -> None:
+        self._since = time.monotonic()
+
+    async def next(self) -> None:
+        if time.monotonic() - self._since >= SLICE_SECONDS:
+            await asyncio.sleep(0)
+            self._since = time.monotonic()
