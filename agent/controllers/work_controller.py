@@ -75,7 +75,7 @@ class WorkController:
         """The member objects of the kinds the Works name (Watches.member_objects_of_works)."""
         return self.ctx.sources.member_objects, self.works, self.ctx.member_mapper
 
-    def _stop_tasks(self) -> list[asyncio.Task[None]]:
+    def _stop_tasks(self) -> list[asyncio.Task[Any]]:
         return []
 
     def _enqueue_every_work(self) -> None:

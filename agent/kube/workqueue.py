@@ -7,7 +7,9 @@ remembered and the key is queued again once, when `done` is called (processing s
 Keys are taken in the order they were added. Ours beyond client-go: waiting keys known to need
 nothing urgent (an agent's start walking Works it applied before) may be `defer`red: they are
 taken only when no other key waits, so a key added later goes first; adding a deferred key
-again makes it an ordinary one, in its place by that add.
+again makes it an ordinary one, in its place by that add. Deferred keys may also be `held`: not
+taken at all, while something sorts out which of them need doing after all (and `add`s those),
+until `release_deferred`.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class WorkQueue(Generic[T]):
         # Deferred keys, in order; a key promoted by an add stays in the deque but leaves the set.
         self._later: deque[T] = deque()
         self._deferred: set[T] = set()
+        self._held = False
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._added_at: dict[T, float] = {}
@@ -88,6 +91,7 @@ class WorkQueue(Generic[T]):
         if item in self._deferred:
             self._deferred.discard(item)
             self._queue.append(item)
+            self._wake_one()  # workers may wait while the deferred keys are held
             return
         if item in self._dirty:
             return
@@ -128,9 +132,11 @@ class WorkQueue(Generic[T]):
     def add_rate_limited(self, item: T) -> None:
         self.add_after(item, self.rate_limiter.when(item))
 
-    def defer(self, items: Collection[T]) -> int:
+    def defer(self, items: Collection[T], *, held: bool = False) -> int:
         """Move those of `items` that wait in the queue behind every other key (and behind any
-        key added later), keeping their order; returns how many were moved."""
+        key added later), keeping their order; returns how many were moved. `held`: no deferred
+        key is taken until `release_deferred` (an `add` still promotes one)."""
+        self._held = self._held or held
         wanted = set(items) - self._deferred
         if not wanted:
             return 0
@@ -146,6 +152,17 @@ class WorkQueue(Generic[T]):
         self._queue = kept
         return moved
 
+    def is_deferred(self, item: T) -> bool:
+        return item in self._deferred
+
+    def release_deferred(self) -> None:
+        """Deferred keys may be taken again (when no other key waits)."""
+        if not self._held:
+            return
+        self._held = False
+        for _ in range(min(len(self._deferred), len(self._getters))):
+            self._wake_one()
+
     def forget(self, item: T) -> None:
         self.rate_limiter.forget(item)
 
@@ -157,7 +174,7 @@ class WorkQueue(Generic[T]):
     async def get(self) -> T:
         """The next key; waits while the queue is empty. Raises QueueShutDownError once shut
         down (with drain: once also empty)."""
-        while not self._queue and not self._deferred:
+        while not self._queue and not self._deferred_takeable():
             if self._shutting_down:
                 raise QueueShutDownError(self.name)
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -167,7 +184,7 @@ class WorkQueue(Generic[T]):
             except asyncio.CancelledError:
                 if waiter in self._getters:
                     self._getters.remove(waiter)
-                elif self._queue or self._deferred:
+                elif self._queue or self._deferred_takeable():
                     self._wake_one()  # pass the wake-up we consumed to someone else
                 raise
         if self._shutting_down and not self._drain:
@@ -182,6 +199,9 @@ class WorkQueue(Generic[T]):
             self._metrics.queue_latency(self.name, now - added)
         self._report_depth()
         return item
+
+    def _deferred_takeable(self) -> bool:
+        return bool(self._deferred) and not self._held
 
     def _take_deferred(self) -> T:
         while True:
@@ -246,6 +266,7 @@ class WorkQueue(Generic[T]):
     def _begin_shutdown(self, *, drain: bool) -> None:
         self._shutting_down = True
         self._drain = drain
+        self._held = False  # a drain takes them too
         for _, handle in self._waiting.values():
             handle.cancel()
         self._waiting.clear()

@@ -1,16 +1,20 @@
 """bench.scale's pure parts: the changes made while the agent is down, the restarts of one run,
-the share of Works reported out of the order they came in."""
+the share of Works reported out of the order they came in, when each kind of change was
+corrected."""
 
 from __future__ import annotations
 
 import argparse
 import itertools
+from typing import Any, cast
 
 import pytest
 
+from agent.kube.client import KubeClient
+from agent.kube.errors import NotFoundError
 from agent.kube.resources import CONFIGMAPS, DEPLOYMENTS
-from bench.agent_latency import _out_of_order, _WorkTracker, patience
-from bench.scale import _ChangePlan, _edit, _looks_edited, restart_kinds
+from bench.agent_latency import _out_of_order, _WorkTracker, member_object, patience
+from bench.scale import _ChangePlan, _CorrectedByKind, _edit, _looks_edited, restart_kinds
 
 
 def test_out_of_order_counts_works_reported_before_an_earlier_one() -> None:
@@ -59,3 +63,38 @@ def test_patience_grows_with_the_works() -> None:
     assert patience(200) == 300.0
     assert patience(200, 600) == 600.0
     assert patience(20000) == 4000.0
+
+
+class FakeMember:
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, Any]] = {}
+
+    async def get(self, gvr: Any, name: str, namespace: str | None = None) -> dict[str, Any]:
+        if name not in self.objects:
+            raise NotFoundError({"code": 404, "reason": "NotFound"})
+        return self.objects[name]
+
+
+async def test_each_kind_of_change_is_timed_when_it_is_corrected() -> None:
+    """deleted: 1 (a ConfigMap), edited: 3, changed: 5 (a ConfigMap each), new: one Work."""
+    member, tracker = FakeMember(), _WorkTracker()
+    changed = {"deleted": [1], "edited": [3], "changed": [5], "new_works": ["bench-new-0"]}
+    names = {kind: member_object(changed[kind][0])[1] for kind in ("deleted", "edited", "changed")}
+    member.objects[names["edited"]] = {"data": {"index": "edited"}}
+    member.objects[names["changed"]] = {"data": {"index": "5"}}
+    by_kind = _CorrectedByKind(cast(KubeClient, member), changed, tracker, since=0.0, offline=False)
+    assert not await by_kind.check()
+    assert by_kind.after == {}
+    member.objects[names["deleted"]] = {"data": {"index": "1"}}
+    tracker.applied_now.add("bench-new-0")
+    assert not await by_kind.check()
+    assert set(by_kind.after) == {"deleted", "new_works"}
+    first = dict(by_kind.after)
+    member.objects[names["edited"]] = {"data": {"index": "3"}}
+    member.objects[names["changed"]] = {"data": {"changed": "yes"}}
+    assert await by_kind.check()
+    assert set(by_kind.after) == {"deleted", "new_works", "edited", "changed"}
+    assert {k: by_kind.after[k] for k in first} == first  # the first time each was seen
+    offline = _CorrectedByKind(cast(KubeClient, member), changed, tracker, since=0.0, offline=True)
+    assert await offline.check()
+    assert set(offline.after) == {"deleted", "edited"}

@@ -46,7 +46,7 @@ from agent.logs import get_logger
 
 from .contention import Contention, Contest, undo_cause
 from .drift import Noted, ObjectKey, OwnWrites
-from .in_place import already_applied
+from .in_place import Verified, already_applied, still_in_place
 from .ownership import OtherWorkError, Ownership, OwnershipError
 from .template_events import TemplateEvents
 
@@ -138,6 +138,8 @@ class Applier:
         self.statuses = statuses
         self.contention = contention
         self.template_events = TemplateEvents(ctx.events, ctx.cluster_name)
+        # Works found in place ahead of their reconcile (start_order.py).
+        self.verified = Verified()
 
     async def apply_all(self, work: JsonDict) -> Outcome:
         name = str((work.get("metadata") or {}).get("name"))
@@ -159,6 +161,7 @@ class Applier:
         self.ownership.unblock(name)
         # Objects already as an apply would make them are left alone (in_place.py).
         as_recorded = self.ctx.sources.records.applied_as_recorded(work)
+        verified = self.verified.take(work) if as_recorded else {}
         for manifest in apply_order(grouped.unique):
             if not self._still_wanted(work):
                 outcome.stopped = True
@@ -168,7 +171,9 @@ class Applier:
             written = True
             errors_before, contests_before = len(outcome.errors), len(outcome.contests)
             try:
-                key, live, contest, written = await self._apply_one(work, manifest, as_recorded)
+                key, live, contest, written = await self._apply_one(
+                    work, manifest, as_recorded, verified
+                )
                 outcome.applied.add(key)
                 if not written:
                     outcome.in_place.add(key)
@@ -245,34 +250,39 @@ class Applier:
         self.writes.remember(name, outcome.applied | kept)
         return outcome
 
-    async def found_in_place(self, work: JsonDict) -> bool:
+    async def found_in_place(self, work: JsonDict) -> dict[ObjectKey, str] | None:
         """Whether every object of `work` is already as an apply would make it, as far as the
-        member caches (synced) tell without a request: for ordering, the apply decides (no
-        Retain customization is asked here, so a kind with one may look changed)."""
+        member caches (synced) tell without a request: the resourceVersion of each, None when
+        one differs. For ordering, the apply decides (no Retain customization is asked here, so
+        a kind with one may look changed)."""
         if not self.ctx.sources.records.applied_as_recorded(work):
-            return False
+            return None
         objects = self.ctx.sources.member_objects
+        versions: dict[ObjectKey, str] = {}
         for item in manifests_of(work):
             if isinstance(item, ManifestError):
-                return False
+                return None
             try:
                 info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
             except KubeError:
-                return False
+                return None
             if not objects.known(info.gvr):
-                return False
-            live, _ = objects.get(info.gvr, item.namespace if info.namespaced else "", item.name)
+                return None
+            namespace = item.namespace if info.namespaced else ""
+            live, _ = objects.get(info.gvr, namespace, item.name)
             desired = desired_object(item, work, live=live)
             if not info.namespaced:
                 desired["metadata"].pop("namespace", None)
-            if not already_applied(
+            if live is None or not already_applied(
                 desired,
                 live,
                 field_manager=FIELD_MANAGER,
                 take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
             ):
-                return False
-        return True
+                return None
+            key = (info.gvr, namespace, item.name)
+            versions[key] = str((live.get("metadata") or {}).get("resourceVersion") or "")
+        return versions
 
     def _still_wanted(self, work: JsonDict) -> bool:
         """Whether the Works watch still has this Work, not being deleted: once it says the
@@ -301,12 +311,17 @@ class Applier:
         return out
 
     async def _apply_one(
-        self, work: JsonDict, manifest: Manifest, as_recorded: bool
+        self,
+        work: JsonDict,
+        manifest: Manifest,
+        as_recorded: bool,
+        verified: dict[ObjectKey, str],
     ) -> tuple[ObjectKey, JsonDict, Contest | None, bool]:
         """Apply one manifest; its member key, the object as the apply returned it, the
         contest when something keeps undoing it (contention.py), and whether it was written
-        (False: it was in place already, `as_recorded` allowing that, see in_place.py). Raises
-        ContestedError while the object waits for its backoff."""
+        (False: it was in place already, `as_recorded` allowing that, see in_place.py; or
+        found so in `verified` at the version it still has). Raises ContestedError while the
+        object waits for its backoff."""
         # The member's RESTMapper, not the control plane's (upstream maps with the Karmada API
         # server's): the member is where the object is created and the authority on what it
         # serves, and a CRD applied earlier in the same Work exists only there.
@@ -321,7 +336,9 @@ class Applier:
             raise ContestedError(key, contest)
         for _ in range(UNDONE_ATTEMPTS):
             try:
-                applied, noted, written = await self._write(work, manifest, info, key, as_recorded)
+                applied, noted, written = await self._write(
+                    work, manifest, info, key, as_recorded, verified
+                )
             except NotFoundError as exc:
                 await self._still_served(manifest, exc)
                 raise
@@ -347,18 +364,25 @@ class Applier:
         info: ResourceInfo,
         key: ObjectKey,
         as_recorded: bool,
+        verified: dict[ObjectKey, str],
     ) -> tuple[JsonDict, Noted, bool]:
         gvr, namespace, _ = key
         live = await self._live(gvr, namespace, manifest.name)
         work_name = str((work.get("metadata") or {}).get("name"))
         objects = self.ctx.sources.member_objects
         for attempt in range(STALE_ATTEMPTS):
-            desired = await self._desired(work, manifest, info, key, live)
-            if as_recorded and already_applied(
-                desired,
-                live,
-                field_manager=FIELD_MANAGER,
-                take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+            # Found in place by an earlier comparison, and unchanged since: that comparison
+            # stands (it held this Work's own labels, so no other Work owns the object).
+            unchanged = attempt == 0 and still_in_place(verified, key, live)
+            desired = {} if unchanged else await self._desired(work, manifest, info, key, live)
+            if as_recorded and (
+                unchanged
+                or already_applied(
+                    desired,
+                    live,
+                    field_manager=FIELD_MANAGER,
+                    take_over_from=names.UPSTREAM_AGENT_FIELD_MANAGERS,
+                )
             ):
                 assert live is not None
                 # Our own write as far as drift is concerned (a restarted agent has no other).

@@ -20,7 +20,6 @@ were refused for it (ownership.py).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from agent.context import AgentContext
@@ -30,17 +29,15 @@ from agent.controllers.work_controller import WorkController
 from agent.karmada import conditions, names
 from agent.karmada.status import copy_conditions, status_of
 from agent.karmada.work import (
-    ManifestError,
     applied_message,
     dispatching_condition,
     is_deleting,
     is_suspended,
-    manifests_of,
     work_of,
 )
 from agent.kube.client import GVR
 from agent.kube.controller import Result, RetryableError, TerminalError
-from agent.kube.errors import KubeError, NotFoundError
+from agent.kube.errors import NotFoundError
 from agent.kube.reflector import HandlerFuncs
 from agent.kube.resources import CUSTOM_RESOURCE_DEFINITIONS
 from agent.sources.cluster import ClusterInformer
@@ -51,15 +48,12 @@ from .contention import EVENT_REAPPLY_THROTTLED, Contention, undo_cause
 from .deletion import Deletion
 from .drift import OwnWrites, object_key
 from .ownership import Ownership
+from .start_order import StartOrder
 from .waiting_kinds import WaitingKinds
 
 JsonDict = dict[str, Any]
 
 CONTROLLER_NAME = "execution"
-# How long the start waits for the member caches of the recorded Works' kinds.
-IN_PLACE_SYNC_WAIT = 10.0
-# Works looked at between two yields to the event loop.
-YIELD_EVERY = 256
 
 
 class WorkSyncError(RetryableError):
@@ -81,6 +75,9 @@ class ExecutionController(WorkController):
         # wrote is reported orphaned once it has stopped, not before.
         self._applying: dict[str, JsonDict | None] = {}
         self.applier = Applier(ctx, self.writes, self.ownership, self.statuses, self.contention)
+        self.start_order = StartOrder(ctx, self.queue, self.applier)
+        self._sorting: asyncio.Task[None] | None = None
+        self._recorded: asyncio.Task[list[JsonDict] | None] | None = None
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
         self.kinds = WaitingKinds(ctx.member_mapper, ctx.sources.member_objects, self.queue.add)
@@ -103,51 +100,32 @@ class ExecutionController(WorkController):
 
     # --- lifecycle -----------------------------------------------------------------------------
 
+    async def start(self) -> None:
+        self._recorded = asyncio.get_running_loop().create_task(
+            self.start_order.load_record(), name=f"{self.name} record"
+        )
+        await super().start()
+
     async def _before_workers(self) -> None:
         # Before any worker runs: a reconcile of a vanished Work drops its record, and the
         # record is what tells that the Work's objects were orphaned.
-        await self.deletion.settle_records()
-        await self._defer_in_place()
-
-    async def _defer_in_place(self) -> None:
-        """Order the first walk by need: Works whose objects are all as their record says they
-        were applied (an agent starting again, or the control plane back after serving the
-        record) wait behind the others, so that a deleted or changed object, a new or changed
-        Work is seen to first, not after every unchanged Work. (The member caches of their
-        kinds are waited for here, at most IN_PLACE_SYNC_WAIT seconds; the first applies
-        would wait for them too.)"""
-        candidates = [
-            work
-            for name in self.works.names()
-            if (work := self.works.get(name)) is not None
-            and not is_deleting(work)
-            and self.records.applied_as_recorded(work)
-        ]
-        if not candidates:
-            return
-        objects = self.ctx.sources.member_objects
-        kinds: set[GVR] = set()
-        for work in candidates:
-            for item in manifests_of(work):
-                if isinstance(item, ManifestError):
-                    continue
-                with contextlib.suppress(KubeError):
-                    info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
-                    objects.ensure(info.gvr, info.kind)
-                    kinds.add(info.gvr)
-        await asyncio.gather(*(objects.wait_known(gvr, IN_PLACE_SYNC_WAIT) for gvr in kinds))
-        in_place = []
-        for count, work in enumerate(candidates, 1):
-            if await self.applier.found_in_place(work):
-                in_place.append(str((work.get("metadata") or {}).get("name")))
-            if count % YIELD_EVERY == 0:
-                await asyncio.sleep(0)  # a long walk lets the watches and heartbeat run
-        deferred = self.queue.defer(in_place)
+        recorded = await self._recorded if self._recorded is not None else None
+        await self.deletion.settle_records(recorded)
+        # Works applied as recorded wait behind the others while a pass finds which of them
+        # need an apply after all; the workers start on the others at once (start_order.py).
+        deferred = self.start_order.defer_applied(self.works.names())
         self.log.info(
-            "Works found in place are verified after the others",
-            deferred=deferred,
-            first=len(self.queue) - deferred,
+            "Works applied before wait while their objects are looked at",
+            deferred=len(deferred),
+            first=len(self.queue) - len(deferred),
         )
+        if deferred:
+            self._sorting = asyncio.get_running_loop().create_task(
+                self.start_order.run(deferred), name=f"{self.name} start order"
+            )
+
+    def _stop_tasks(self) -> list[asyncio.Task[Any]]:
+        return [t for t in (self._sorting, self._recorded) if t is not None]
 
     async def stop(self) -> None:
         await super().stop()
@@ -416,6 +394,7 @@ class ExecutionController(WorkController):
         self.contention.forget_work(work_name)
         self.kinds.forget(work_name)
         self._unreported.pop(work_name, None)
+        self.applier.verified.forget(work_name)
         self.guard.release(work_name)
         self.ownership.unblock(work_name)
         for key in self.writes.forget(work_name):

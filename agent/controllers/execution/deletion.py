@@ -162,15 +162,16 @@ class Deletion:
         if objects or name in self.guard.held:
             self.report_orphaned(work, sorted(objects))
 
-    async def settle_records(self) -> None:
+    async def settle_records(self, recorded: list[JsonDict] | None = None) -> None:
         """Records of Works that went while no agent watched (deleted behind our back, their
         finalizer removed by someone else): the member objects still there are reported
-        orphaned, and the record goes."""
-        try:
-            recorded = await self.records.load()
-        except KubeError as exc:
-            log.warning("cannot read the Work records on the member", error=str(exc))
-            return
+        orphaned, and the record goes. `recorded`: the record as loaded already."""
+        if recorded is None:
+            try:
+                recorded = await self.records.load()
+            except KubeError as exc:
+                log.warning("cannot read the Work records on the member", error=str(exc))
+                return
         present = set(self.works.names())
         for work in recorded:
             name = _name(work)

@@ -17,12 +17,27 @@ seen: a value that differs, a field that is missing, or another manager's `Updat
 The comparison only ever errs towards applying: a value the API server normalises (a quantity
 written as "0.5" read back as "500m") or a list item the member grew (a sidecar) makes the
 object look different, and it is applied as before.
+
+`touched_since_applied` is a cheaper, partial view of (2) for ordering only: the managedFields
+say that someone else wrote the object since our last apply changed it (the API server stamps
+an entry's `time` when its manager's write changes the object), or that our apply no longer
+owns anything. It misses a change made within the second of our apply; the full comparison
+does not.
+
+`Verified` keeps what a comparison found in place ahead of the Work's reconcile (a start
+ordering its Works, start_order.py), so that the reconcile does not compare again what did not
+change since: the member objects' resourceVersions it saw, for that version of the Work.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from typing import Any
+
+from agent.timefmt import parse_time
+
+from .drift import ObjectKey
 
 JsonDict = dict[str, Any]
 
@@ -69,6 +84,28 @@ def applied_by(live: JsonDict, field_manager: str, take_over_from: Collection[st
     return ours
 
 
+def touched_since_applied(live: JsonDict, field_manager: str) -> bool:
+    """The object is going away, `field_manager` has no main-resource `Apply` entry, or another
+    entry is newer than it; status writes are not looked at (a scale is: it sets replicas)."""
+    if (live.get("metadata") or {}).get("deletionTimestamp"):
+        return True
+    ours: datetime | None = None
+    others: list[datetime | None] = []
+    for entry in _writers(live):
+        subresource = entry.get("subresource")
+        if subresource == "status":
+            continue
+        stamp = parse_time(entry.get("time"))
+        mine = entry.get("manager") == field_manager and entry.get("operation") == "Apply"
+        if mine and not subresource:
+            ours = stamp
+        else:
+            others.append(stamp)
+    if ours is None:
+        return True
+    return any(stamp is None or stamp > ours for stamp in others)
+
+
 def already_applied(
     desired: JsonDict,
     live: JsonDict | None,
@@ -85,3 +122,38 @@ def already_applied(
     if not applied_by(live, field_manager, take_over_from):
         return False
     return holds(desired, live)
+
+
+class Verified:
+    def __init__(self) -> None:
+        # Work name -> (the Work's uid, resourceVersion, generation; object -> resourceVersion).
+        self._found: dict[str, tuple[tuple[Any, ...], dict[ObjectKey, str]]] = {}
+
+    def remember(self, work: JsonDict, versions: dict[ObjectKey, str]) -> None:
+        self._found[str((work.get("metadata") or {}).get("name"))] = (_version_of(work), versions)
+
+    def take(self, work: JsonDict) -> dict[ObjectKey, str]:
+        """The objects of `work` found in place, with their resourceVersions then; empty when
+        `work` has changed since (or was never looked at). Forgotten once taken."""
+        found = self._found.pop(str((work.get("metadata") or {}).get("name")), None)
+        if found is None or found[0] != _version_of(work):
+            return {}
+        return found[1]
+
+    def forget(self, name: str) -> None:
+        self._found.pop(name, None)
+
+    def __len__(self) -> int:
+        return len(self._found)
+
+
+def still_in_place(found: dict[ObjectKey, str], key: ObjectKey, live: JsonDict | None) -> bool:
+    """`live` is the object found in place, unchanged since (same resourceVersion)."""
+    if live is None or key not in found:
+        return False
+    return bool(found[key]) and (live.get("metadata") or {}).get("resourceVersion") == found[key]
+
+
+def _version_of(work: JsonDict) -> tuple[Any, ...]:
+    meta = work.get("metadata") or {}
+    return meta.get("uid"), meta.get("resourceVersion"), meta.get("generation")

@@ -304,6 +304,39 @@ async def test_deferred_keys_wait_behind_every_other_key() -> None:
     q.done("a")
 
 
+async def test_held_deferred_keys_wait_until_released_unless_added_again() -> None:
+    """Held deferred keys are not taken even by an idle worker; one added again is (and wakes
+    the worker waiting); released, the rest are taken in their order."""
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    for key in ("a", "b", "c", "d"):
+        q.add(key)
+    assert q.defer(["a", "b", "c"], held=True) == 3
+    assert await q.get() == "d"
+    waiting = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not waiting.done()  # only held keys are left
+    assert q.is_deferred("b")
+    q.add("b")
+    assert await waiting == "b"
+    assert not q.is_deferred("b")
+    waiting = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    q.release_deferred()
+    assert await waiting == "a"
+    assert await q.get() == "c"
+
+
+async def test_held_deferred_keys_are_drained_on_shutdown() -> None:
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    q.add("a")
+    q.defer(["a"], held=True)
+    drained = asyncio.create_task(q.shutdown_with_drain(5))
+    assert await q.get() == "a"
+    q.done("a")
+    assert await drained
+
+
 async def test_a_deferred_key_wakes_a_worker_and_drains_on_shutdown() -> None:
     q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
     q.add("a")

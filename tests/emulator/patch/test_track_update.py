@@ -107,6 +107,8 @@ def test_apply_owned_fields_move_to_the_updater() -> None:
     managers = by_manager(obj)
     assert managers["alice"]["fieldsV1"] == {"f:spec": {"f:paused": {}}}
     assert managers["hpa"]["fieldsV1"] == {"f:spec": {"f:replicas": {}}}
+    # Stamped by the change it made; the applier's time is that of its own last change.
+    assert (managers["alice"]["time"], managers["hpa"]["time"]) == (T0, T1)
 
 
 def test_untracked_objects_stay_untracked_on_update() -> None:

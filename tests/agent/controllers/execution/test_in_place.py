@@ -6,7 +6,14 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from agent.controllers.execution.in_place import already_applied, holds
+from agent.controllers.execution.in_place import (
+    Verified,
+    already_applied,
+    holds,
+    still_in_place,
+    touched_since_applied,
+)
+from agent.kube.resources import CONFIGMAPS
 
 JsonDict = dict[str, Any]
 OURS = {"manager": "karmada-agent", "operation": "Apply", "time": "2026-01-01T00:00:00Z"}
@@ -82,3 +89,44 @@ def test_holds_compares_values_not_types_loosely() -> None:
     assert not holds({"a": [1]}, {"a": [1, 2]})
     assert not holds({"a": "1"}, {"a": 1})
     assert not holds({"a": {"b": 1}}, {"a": "b"})
+
+
+def touched(*entries: JsonDict, **changes: Any) -> bool:
+    return touched_since_applied(
+        live(metadata__managedFields=list(entries), **changes), "karmada-agent"
+    )
+
+
+def test_a_write_by_someone_else_after_our_apply_is_a_cheap_signal_of_drift() -> None:
+    later = "2026-01-01T00:00:01Z"
+    assert not touched(OURS)
+    assert not touched(OURS, {"manager": "kubectl", "operation": "Update", "time": OURS["time"]})
+    assert touched(OURS, {"manager": "kubectl", "operation": "Update", "time": later})
+    assert touched(OURS, {"manager": "karmada-agent", "operation": "Update", "time": later})
+    assert touched(OURS, {"manager": "kubectl", "operation": "Apply", "time": later})
+    assert touched(OURS, {"manager": "kubectl", "operation": "Update"})  # no time: who knows
+    # The member's controllers reporting status say nothing about what we applied.
+    status = {"manager": "kcm", "operation": "Update", "subresource": "status", "time": later}
+    assert not touched(OURS, status)
+    scale = {"manager": "kubectl", "operation": "Update", "subresource": "scale", "time": later}
+    assert touched(OURS, scale)
+    assert touched({"manager": "kubectl", "operation": "Update", "time": later})  # not ours
+    assert touched(OURS, metadata__deletionTimestamp=later)
+
+
+def test_a_work_found_in_place_is_taken_at_the_versions_seen_and_only_once() -> None:
+    work = {"metadata": {"name": "w", "uid": "u", "resourceVersion": "5", "generation": 1}}
+    key = (CONFIGMAPS, "default", "web")
+    verified = Verified()
+    verified.remember(work, {key: "7"})
+    found = verified.take(work)
+    assert still_in_place(found, key, live())
+    assert not still_in_place(found, key, live(metadata__resourceVersion="8"))
+    assert not still_in_place(found, (CONFIGMAPS, "default", "other"), live())
+    assert not still_in_place(found, key, None)
+    assert verified.take(work) == {}  # once
+    verified.remember(work, {key: "7"})
+    assert verified.take({"metadata": {**work["metadata"], "resourceVersion": "6"}}) == {}
+    verified.remember(work, {key: "7"})
+    verified.forget("w")
+    assert verified.take(work) == {}

@@ -21,6 +21,7 @@ from agent.context import AgentContext
 from agent.controllers.execution.apply import Outcome
 from agent.controllers.execution.contention import EVENT_REAPPLY_THROTTLED, Contest
 from agent.controllers.execution.controller import ExecutionController, WorkSyncError
+from agent.controllers.execution.in_place import Verified
 from agent.karmada import names
 from agent.karmada.conditions import new_condition
 from agent.karmada.work import applied_message, dispatching_condition
@@ -125,6 +126,7 @@ class FakeInterpreter:
 class FakeApplier:
     outcome: Outcome
     applied: int = 0
+    verified: Verified = field(default_factory=Verified)
 
     async def apply_all(self, work: JsonDict) -> Outcome:
         self.applied += 1

@@ -6,8 +6,9 @@ sources, empty caches, the durable record read back from the member.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -64,10 +65,13 @@ def watch_writes(emu: Emulator) -> Writes:
 
 @asynccontextmanager
 async def restarted_agent(
-    pair: Pair, order: list[str] | None = None
+    pair: Pair,
+    order: list[str] | None = None,
+    prepare: Callable[[ExecutionController], None] | None = None,
 ) -> AsyncIterator[tuple[AgentContext, list[Any]]]:
     """The execution and workStatus controllers of a new agent process on the same clusters;
-    the Works its execution controller reconciles are appended to `order`, in order."""
+    the Works its execution controller reconciles are appended to `order`, in order;
+    `prepare` is given the execution controller before it starts."""
     async with AsyncExitStack() as stack:
         options = pair.ctx.options
         sources = live_sources(pair.karmada, pair.member_client, options)
@@ -93,6 +97,8 @@ async def restarted_agent(
                 return await reconcile(name)
 
             execution.controller._reconcile = noted
+        if prepare is not None:
+            prepare(execution)
         controllers: list[Any] = [execution, WorkStatusController(ctx)]
         # As the app runs them: the sources they declare started by the manager.
         manager = ControllerManager(
@@ -185,3 +191,57 @@ async def test_a_restart_writes_only_what_differs_and_sees_to_it_first() -> None
         first = list(dict.fromkeys(order))
         assert sorted(first[: len(CHANGED)]) == CHANGED, first
         assert sorted(first[len(CHANGED) :]) == sorted(UNCHANGED), first
+
+
+async def test_a_restart_sees_to_changes_while_the_unchanged_works_are_still_compared() -> None:
+    """The workers do not wait for the full comparison of the Works applied before: new and
+    changed Works are applied, a deleted object (missing from the cache) and one written by
+    someone else since our apply (its managedFields) are put back, all while the comparison
+    has not got past its first Work. A Work that comparison found in place is not compared
+    again by its reconcile, and still costs no write."""
+    async with running_pair("execution", "workStatus") as pair:
+        await applied_then_stopped(pair)
+        # Our apply's time set back, so that the edit is later by more than the second the
+        # managedFields' times tell apart.
+        edited = await pair.get_member(CONFIGMAPS, "z-edited")
+        for entry in edited["metadata"]["managedFields"]:
+            if entry["operation"] == "Apply":
+                entry["time"] = "2020-01-01T00:00:00Z"
+        await pair.member_client.replace(CONFIGMAPS, edited, namespace="default")
+
+        gate = asyncio.Event()
+        compared: list[str] = []
+        desired_for: list[str] = []
+
+        def prepare(execution: ExecutionController) -> None:
+            applier = execution.applier
+            found_in_place, desired = applier.found_in_place, applier._desired
+
+            async def gated(work: JsonDict) -> Any:
+                compared.append(work["metadata"]["name"])
+                await gate.wait()
+                return await found_in_place(work)
+
+            async def noted(work: JsonDict, *args: Any) -> Any:
+                desired_for.append(work["metadata"]["name"])
+                return await desired(work, *args)
+
+            applier.found_in_place = gated  # type: ignore[method-assign]
+            applier._desired = noted  # type: ignore[method-assign]
+
+        member_writes = watch_writes(pair.member)
+        order: list[str] = []
+        async with restarted_agent(pair, order, prepare) as (_, controllers):
+            await changes_corrected(pair)
+            assert len(compared) == 1, compared
+            assert sorted(dict.fromkeys(order)) == CHANGED, order
+            gate.set()
+            await pair.idle(*controllers)
+
+        assert sorted(member_writes.of("configmaps")) == [("patch", n) for n in CHANGED]
+        assert member_writes.of("deployments") == []
+        first = list(dict.fromkeys(order))
+        assert sorted(first[len(CHANGED) :]) == sorted(UNCHANGED), first
+        # Compared once, by the pass: their reconciles took its word.
+        assert sorted(set(compared)) == sorted(UNCHANGED), compared
+        assert not set(UNCHANGED) & set(desired_for), desired_for
