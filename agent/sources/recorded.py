@@ -25,6 +25,9 @@ log = get_logger(__name__)
 
 JsonDict = dict[str, Any]
 REPORT_CONCURRENCY = 8
+# How long the report waits for the control plane's Works to be listed before it writes the
+# queued status without knowing what the control plane holds.
+REPORT_SYNC_TIMEOUT = 60.0
 
 
 class _NotWatched:
@@ -70,7 +73,16 @@ class RecordedWorks(_NotWatched, WorkInformer):
         of it may be seconds behind over a slow link) instead of writing it again; a Work
         that already has the queued status there is not written (the record keeps the status
         of the Work's last apply, so what the offline controllers queue is often what the
-        control plane was told since)."""
+        control plane was told since). The report waits for that list (at most
+        REPORT_SYNC_TIMEOUT): written before it, every queued status went out blind, the
+        unchanged Works' among them (the registered controllers wait for the list anyway)."""
+        listed = into is None or into.synced or not self.queued
+        if not listed and into is not None and not await into.wait_synced(REPORT_SYNC_TIMEOUT):
+            log.warning(
+                "the control plane's Works not listed yet; the queued status written "
+                "without comparing",
+                works=len(self.queued),
+            )
         limit = asyncio.Semaphore(REPORT_CONCURRENCY)
 
         async def write(name: str, status: JsonDict) -> int:

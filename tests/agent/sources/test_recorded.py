@@ -7,10 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import pytest
+
 from agent.karmada import names
 from agent.kube.client import KubeClient
 from agent.kube.resources import NAMESPACES
 from agent.resources import WORKS
+from agent.sources import recorded as recorded_module
 from agent.sources.recorded import RecordedWorks
 from agent.sources.works import WorkInformer
 from emulator.emulator import Emulator, run_emulator
@@ -126,3 +129,45 @@ async def test_a_status_the_control_plane_has_already_is_not_reported_again() ->
         assert cp.accounting.counts(verb="patch", resource="works/status") == writes + 1
         stored = await karmada.get(WORKS, "changed", namespace=EXEC_NS)
         assert stored["status"]["conditions"][0]["status"] == "False"
+
+
+async def test_the_report_waits_for_the_control_planes_works_to_be_listed() -> None:
+    """Issue 34: at 20,000 Works the report started while the control plane's Works were still
+    being listed, and every queued status went out blind, the unchanged Works' too. Compared
+    once listed, only the Work whose status is new is written."""
+    async with watched_works("same", "changed", status=APPLIED) as (cp, karmada, _, _):
+        live = WorkInformer(karmada, EXEC_NS)
+        cp.faults.fail_next(1, code=500, verb="list", resource="works")
+        live.start()
+        try:
+            assert not live.synced
+            recorded = RecordedWorks(karmada, EXEC_NS, [])
+            recorded.queued["same"] = APPLIED
+            recorded.queued["changed"] = {
+                "conditions": [{**APPLIED["conditions"][0], "status": "False"}]
+            }
+            writes = cp.accounting.counts(verb="patch", resource="works/status")
+            assert await recorded.report(karmada, into=live) == 1
+            assert cp.accounting.counts(verb="patch", resource="works/status") == writes + 1
+            stored = await karmada.get(WORKS, "changed", namespace=EXEC_NS)
+            assert stored["status"]["conditions"][0]["status"] == "False"
+            cached = live.get("changed")
+            assert cached is not None
+            assert cached["status"]["conditions"][0]["status"] == "False"
+        finally:
+            await live.stop()
+
+
+async def test_a_queued_status_is_written_when_the_works_cannot_be_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What was observed offline is not lost to a list that does not come: once the wait for
+    it is over, the queued status is written without comparing."""
+    monkeypatch.setattr(recorded_module, "REPORT_SYNC_TIMEOUT", 0.0)
+    async with watched_works("w") as (_, karmada, _, [work]):
+        never_listed = WorkInformer(karmada, EXEC_NS)  # not started: never synced
+        recorded = RecordedWorks(karmada, EXEC_NS, [work])
+        recorded.queued["w"] = APPLIED
+        assert await recorded.report(karmada, into=never_listed) == 1
+        stored = await karmada.get(WORKS, "w", namespace=EXEC_NS)
+        assert stored["status"]["conditions"] == APPLIED["conditions"]
