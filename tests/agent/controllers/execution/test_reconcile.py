@@ -470,3 +470,33 @@ async def test_works_waiting_for_the_cluster_are_told_once_per_episode(
         ("member cluster is not Ready; Works wait until it is", None),
         ("Works waited for the Cluster to turn Ready", 1),
     ]
+
+
+async def test_a_cluster_being_removed_is_told_once_not_per_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The Cluster being removed and not Ready: each Work's deletion leaves its member objects
+    in place and drops the finalizer; the log says so once, not once per Work."""
+    caplog.set_level(logging.INFO)
+    f = fakes(None, ready=False, outcome=applied())
+    cluster = cast(FakeCluster, f.controller.cluster)
+    cluster.terminating = True
+    deletion = f.controller.deletion
+    del deletion.reconcile  # the real one, not the fakes' stand-in
+    finalized: list[str] = []
+
+    async def remove_finalizer(work: JsonDict) -> None:
+        finalized.append(work["metadata"]["name"])
+
+    deletion._remove_finalizer = remove_finalizer  # type: ignore[method-assign]
+    for i in range(50):
+        obj = work()
+        obj["metadata"].update(
+            name=f"w{i}",
+            deletionTimestamp="2026-01-01T00:00:00Z",
+            finalizers=[names.EXECUTION_CONTROLLER_FINALIZER],
+        )
+        assert await deletion.reconcile(obj) is None
+    assert len(finalized) == 50
+    told = [r for r in caplog.records if "cluster is being removed" in r.getMessage()]
+    assert len(told) == 1
