@@ -14,6 +14,11 @@ Every --cluster-status-update-frequency (a periodic job, never overlapping itsel
    heartbeat (once; it then runs on its own), and collect kubernetesVersion, apiEnablements
    (with the CompleteAPIEnablements condition) and, with --enable-cluster-resource-modeling,
    nodeSummary/resourceSummary/allocatableModelings from Node and Pod watches on the member.
+   Until those watches have synced (a LIST of every Pod of a big member takes seconds), the
+   pass publishes the rest at once, the summaries as last published, then waits for the sync
+   (up to --cluster-cache-sync-timeout) and publishes the summaries. Upstream writes nothing
+   until the caches have synced, so after an outage the Cluster would stay not Ready, and
+   every Work wait, behind a LIST that has nothing to do with the member's health.
 5. PUT /status only when the status differs from the Cluster just read (conflicts retried), so a
    steady member causes no Cluster writes: the Lease is the heartbeat.
 
@@ -465,7 +470,8 @@ class ClusterStatusController:
         published = find((cluster.get("status") or {}).get("conditions"), names.CONDITION_READY)
         ready = self.damper.adjust(published, observed_ready_condition(health))
 
-        if health.online and health.healthy and ready.get("status") == "True":
+        collecting = health.online and health.healthy and ready.get("status") == "True"
+        if collecting:
             if (cluster.get("spec") or {}).get("syncMode") == "Pull":
                 await self._ensure_heartbeat()
             mutate = await self._collect(cluster, ready)
@@ -477,6 +483,10 @@ class ClusterStatusController:
             self._warn_when_skewed(cluster, clock)
 
         cluster = await self._write_status(cluster, mutate)
+        if collecting and self._caches_syncing():
+            summaries = await self._summaries_once_synced(cluster)
+            if summaries is not None:
+                cluster = await self._write_status(cluster, self._summaries_mutation(summaries))
         self.last_status = cluster.get("status") or {}
         if self.metrics is not None:
             self.metrics.observe_cluster_status(self.cluster_name, self.last_status)
@@ -548,7 +558,8 @@ class ClusterStatusController:
 
         summaries: JsonDict | None = None
         if self.options.enable_cluster_resource_modeling:
-            summaries = await self._summaries(cluster)
+            summaries = self._summaries(cluster)
+        with_summaries = self._summaries_mutation(summaries)
 
         def mutate(status: JsonDict) -> None:
             if version is not None:
@@ -557,30 +568,50 @@ class ClusterStatusController:
                 status["apiEnablements"] = enablements
             else:
                 status.pop("apiEnablements", None)
-            if summaries is not None:
-                for key, value in summaries.items():
-                    if value:
-                        status[key] = value
-                    else:
-                        status.pop(key, None)
+            with_summaries(status)
             current = status.setdefault("conditions", [])
             set_condition(current, dict(ready))
             set_condition(current, api_condition)
 
         return mutate
 
-    async def _summaries(self, cluster: JsonDict) -> JsonDict | None:
+    @staticmethod
+    def _summaries_mutation(summaries: JsonDict | None) -> StatusMutation:
+        """The summaries set on the status; None leaves the published ones as they are."""
+
+        def mutate(status: JsonDict) -> None:
+            for key, value in (summaries or {}).items():
+                if value:
+                    status[key] = value
+                else:
+                    status.pop(key, None)
+
+        return mutate
+
+    def _caches_syncing(self) -> bool:
+        """The member caches were started and have not synced yet."""
+        return self.caches is not None and not self.caches.synced
+
+    async def _summaries_once_synced(self, cluster: JsonDict) -> JsonDict | None:
+        """The summaries once the member caches have synced; None (with a warning) when they
+        have not within --cluster-cache-sync-timeout."""
+        timeout = self.options.cluster_cache_sync_timeout.total_seconds()
+        if self.caches is None or not await self.caches.wait_synced(timeout):
+            log.warning(
+                "member node/pod caches not synced within %.0fs; summaries not updated",
+                timeout,
+            )
+            return None
+        return self._summaries(cluster)
+
+    def _summaries(self, cluster: JsonDict) -> JsonDict | None:
+        """nodeSummary and resourceSummary from the member caches (started on first use); None
+        while they have not synced: a summary of part of the member is never published."""
         if self.caches is None:
             self.caches = MemberCaches(self.member, clock=self._clock)
             self.caches.start()
         if not self.caches.synced:
-            timeout = self.options.cluster_cache_sync_timeout.total_seconds()
-            if not await self.caches.wait_synced(timeout):
-                log.warning(
-                    "member node/pod caches not synced within %.0fs; summaries not updated",
-                    timeout,
-                )
-                return None
+            return None
         models = (cluster.get("spec") or {}).get("resourceModels") or []
         if not self.options.gate("CustomizedClusterResourceModeling"):
             models = []

@@ -44,6 +44,7 @@ from agent.sources.cluster import ClusterInformer
 from agent.sources.work_records import save_quietly
 
 from .apply import FIELD_MANAGER, Applier, Outcome
+from .cluster_wait import ClusterWait
 from .contention import EVENT_REAPPLY_THROTTLED, Contention, undo_cause
 from .deletion import Deletion
 from .drift import OwnWrites, object_key
@@ -80,6 +81,7 @@ class ExecutionController(WorkController):
         self._recorded: asyncio.Task[list[JsonDict] | None] | None = None
         self.deletion = Deletion(ctx, self.works, self.cluster, self.writes, self._forget)
         self.guard = self.deletion.guard
+        self.cluster_wait = ClusterWait(self.log)
         self.kinds = WaitingKinds(ctx.member_mapper, ctx.sources.member_objects, self.queue.add)
         sources = ctx.sources
         self.watches = (
@@ -91,7 +93,7 @@ class ExecutionController(WorkController):
             )
             # Reconciles read the Cluster's readiness from its cache; turning Ready, every Work
             # is applied again.
-            .cluster(self.cluster, on_ready=self._enqueue_every_work)
+            .cluster(self.cluster, on_ready=self._cluster_turned_ready)
             # A change of a member object made by someone else (drift.py, ownership.py).
             .member_objects_of_works(*self._member_objects(), self._member_event)
             .interpreter_config(sources.interpreter_config, on_change=self._enqueue_every_work)
@@ -233,7 +235,7 @@ class ExecutionController(WorkController):
 
     async def _waiting_for_cluster(self, work: JsonDict, conds: list[JsonDict] | None) -> None:
         # The Cluster turning Ready enqueues every Work again (see `watches`).
-        self.log.info("member cluster is not Ready; Work waits")
+        self.cluster_wait.waits(str((work.get("metadata") or {}).get("name")))
         if conds is not None:
             await self._write_status(work, {"conditions": conds})
 
@@ -369,6 +371,10 @@ class ExecutionController(WorkController):
         if kept is None or kept[:2] != (meta.get("uid"), meta.get("generation")):
             return None
         return kept[2]
+
+    def _cluster_turned_ready(self) -> None:
+        self.cluster_wait.ended()
+        self._enqueue_every_work()
 
     def _enqueue_every_work(self) -> None:
         # The interpreter's configuration changed, or the Cluster turned Ready: apply again.

@@ -108,6 +108,8 @@ class Deletion:
         }
         # Works whose finalizer this process removes (or is removing): their deletion is ours.
         self._finalized: set[str] = set()
+        # The cluster's removal leaves every Work's objects in place: told once, not per Work.
+        self._told_left_in_place = False
 
     async def reconcile(self, work: JsonDict) -> Result | None:
         """Clean up after a Work being deleted."""
@@ -128,7 +130,10 @@ class Deletion:
                 return Result(requeue_after=wait)
             await self._delete_objects(work)
         elif self.cluster.terminating:
-            log.info("cluster is being removed and not Ready; member objects left as they are")
+            if not self._told_left_in_place:
+                self._told_left_in_place = True
+                log.info("cluster is being removed and not Ready; member objects left as they are")
+            log.debug("cluster is being removed; the Work's member objects left as they are")
         else:
             raise ClusterNotReadyError(
                 f"cluster {self.ctx.cluster_name} is not Ready; deletion of Work "

@@ -3,6 +3,7 @@ called directly, or scheduled on a fake clock)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -17,6 +18,7 @@ from agent.controllers import cluster_status
 from agent.controllers.cluster_status import (
     ClusterStatusController,
     Health,
+    MemberCaches,
     ReadyDamper,
     api_enablements_condition,
     observed_ready_condition,
@@ -25,12 +27,14 @@ from agent.controllers.cluster_status import (
 )
 from agent.controllers.watches import start_source
 from agent.events import EventEmitter
+from agent.karmada.conditions import new_condition
 from agent.kube.client import KubeClient
 from agent.kube.clock import FakeClock, ServerClock
 from agent.kube.resources import EVENTS, NODES, PODS
 from agent.metrics import AgentMetrics
 from agent.options import Options
 from agent.registration import register
+from agent.resources import CLUSTERS
 from agent.sources.cluster import ClusterInformer
 from tests.agent.controllers.clusterenv import emulator_pair, kube_client, wait_for
 from tests.agent.controllers.harness import HeldEvents
@@ -332,6 +336,71 @@ async def test_unchanged_member_caches_are_not_summed_again(
             assert after is not None
             assert _pods_summed(after) == _pods_summed(before) + 1
         finally:
+            await controller.stop()
+
+
+class HeldCaches(MemberCaches):
+    """Member caches that count as synced only once `release` is set (a member whose Pod LIST
+    takes long)."""
+
+    release: asyncio.Event
+
+    @property
+    def synced(self) -> bool:
+        return self.release.is_set() and super().synced
+
+    async def wait_synced(self, timeout: float) -> bool:
+        await self.release.wait()
+        return await super().wait_synced(timeout)
+
+
+async def test_ready_goes_out_before_the_member_caches_have_synced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an outage the Cluster is Ready=Unknown (the Lease lapsed) with the summaries of
+    before. The first pass publishes Ready=True at once, the summaries left as they were
+    (never wiped, never from a half-filled cache); once the caches have synced, the summaries
+    follow in the same pass, not a period later."""
+    monkeypatch.setattr(HeldCaches, "release", asyncio.Event(), raising=False)
+    monkeypatch.setattr(cluster_status, "MemberCaches", HeldCaches)
+    old_summary = {"totalNum": 99, "readyNum": 98}
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        cluster = await pair.cluster()
+        assert cluster is not None
+        lapsed = {
+            **new_condition("Ready", "Unknown", "ClusterStatusUnknown", "lease lapsed"),
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        await karmada.update_status(
+            CLUSTERS,
+            {**cluster, "status": {"conditions": [lapsed], "nodeSummary": old_summary}},
+        )
+        controller = ClusterStatusController(karmada=karmada, member=member, options=options)
+        passing = asyncio.create_task(controller.sync_once())
+        try:
+
+            async def published_ready() -> dict[str, Any] | None:
+                obj = await pair.cluster()
+                ready = condition(obj, "Ready") if obj else {}
+                return obj if ready.get("status") == "True" else None
+
+            obj = await wait_for(published_ready, timeout=10)
+            assert not passing.done()  # still waiting for the caches
+            assert obj["status"]["nodeSummary"] == old_summary
+            assert "resourceSummary" not in obj["status"]
+            assert condition(obj, "CompleteAPIEnablements")["status"] == "True"
+            assert obj["status"]["kubernetesVersion"]
+
+            HeldCaches.release.set()
+            await asyncio.wait_for(passing, 10)
+            after = await pair.cluster()
+            assert after is not None
+            nodes = (await pair.member_get("/api/v1/nodes") or {})["items"]
+            assert after["status"]["nodeSummary"]["totalNum"] == len(nodes)
+            assert "allocatable" in after["status"]["resourceSummary"]
+        finally:
+            HeldCaches.release.set()
+            await asyncio.wait_for(passing, 10)
             await controller.stop()
 
 

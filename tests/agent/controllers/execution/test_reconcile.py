@@ -10,6 +10,7 @@ raises, the status written, the Events, and whether the Work was recorded and ap
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -92,9 +93,16 @@ class FakeWorks(NotWatched):
 class FakeCluster(NotWatched):
     ready: bool = True
     terminating: bool = False
+    on_ready_callbacks: list[Callable[[], None]] = field(default_factory=list)
 
-    def on_ready(self, callback: object) -> Callable[[], None]:
+    def on_ready(self, callback: Callable[[], None]) -> Callable[[], None]:
+        self.on_ready_callbacks.append(callback)
         return lambda: None
+
+    def turn_ready(self) -> None:
+        self.ready = True
+        for callback in self.on_ready_callbacks:
+            callback()
 
 
 @dataclass
@@ -419,3 +427,76 @@ async def test_a_retry_after_a_failed_status_write_writes_the_status_only() -> N
         {names.WORK_DISPATCHING: "True", names.WORK_APPLIED: "True"}
     ]
     assert f.records.saved == [NAME]
+
+
+async def test_works_waiting_for_the_cluster_are_told_once_per_episode(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A hundred Works find the Cluster not Ready: one INFO line when the first starts waiting,
+    one with their count when it turns Ready (each Work at DEBUG only); then every Work is
+    enqueued again and applied; the next episode is told again."""
+    caplog.set_level(logging.INFO)
+    count = 100
+    f = fakes(None, ready=False, outcome=applied())
+    for i in range(count):
+        obj = work()
+        obj["metadata"]["name"] = f"w{i}"
+        f.works.objects[f"w{i}"] = obj
+    f.controller.watches.subscribe()
+    cluster = cast(FakeCluster, f.controller.cluster)
+
+    def infos() -> list[tuple[str, object]]:
+        return [
+            (r.getMessage(), getattr(r, "agent_log_fields", {}).get("works"))
+            for r in caplog.records
+            if r.levelno >= logging.INFO and "Ready" in r.getMessage()
+        ]
+
+    for i in range(count):
+        assert await f.controller.reconcile(f"w{i}") is None
+    await f.controller.reconcile("w0")  # a Work waiting twice counts once
+    assert f.applier.applied == 0
+    assert infos() == [("member cluster is not Ready; Works wait until it is", None)]
+
+    cluster.turn_ready()
+    assert infos()[1:] == [("Works waited for the Cluster to turn Ready", count)]
+    assert len(f.controller.queue) == count
+
+    caplog.clear()
+    cluster.ready = False
+    await f.controller.reconcile("w1")
+    cluster.turn_ready()
+    assert infos() == [
+        ("member cluster is not Ready; Works wait until it is", None),
+        ("Works waited for the Cluster to turn Ready", 1),
+    ]
+
+
+async def test_a_cluster_being_removed_is_told_once_not_per_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The Cluster being removed and not Ready: each Work's deletion leaves its member objects
+    in place and drops the finalizer; the log says so once, not once per Work."""
+    caplog.set_level(logging.INFO)
+    f = fakes(None, ready=False, outcome=applied())
+    cluster = cast(FakeCluster, f.controller.cluster)
+    cluster.terminating = True
+    deletion = f.controller.deletion
+    del deletion.reconcile  # the real one, not the fakes' stand-in
+    finalized: list[str] = []
+
+    async def remove_finalizer(work: JsonDict) -> None:
+        finalized.append(work["metadata"]["name"])
+
+    deletion._remove_finalizer = remove_finalizer  # type: ignore[method-assign]
+    for i in range(50):
+        obj = work()
+        obj["metadata"].update(
+            name=f"w{i}",
+            deletionTimestamp="2026-01-01T00:00:00Z",
+            finalizers=[names.EXECUTION_CONTROLLER_FINALIZER],
+        )
+        assert await deletion.reconcile(obj) is None
+    assert len(finalized) == 50
+    told = [r for r in caplog.records if "cluster is being removed" in r.getMessage()]
+    assert len(told) == 1
