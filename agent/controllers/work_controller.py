@@ -79,8 +79,9 @@ class WorkController:
         return []
 
     def _enqueue_every_work(self) -> None:
+        # Deferred Works are queued already, behind the others: they keep their place.
         for name in self.works.names():
-            self.queue.add(name)
+            self.queue.add(name, promote=False)
 
     def _work_added(self, work: JsonDict) -> None:
         if collected.is_suppressed(work):

@@ -85,10 +85,15 @@ class WorkQueue(Generic[T]):
 
     # --- adding --------------------------------------------------------------------------------
 
-    def add(self, item: T) -> None:
+    def add(self, item: T, *, promote: bool = True) -> None:
+        """Queue `item` (once). A deferred `item` becomes an ordinary key in its place by this
+        add, unless not `promote`: then it stays deferred (an add for every key, e.g. after an
+        outage, must not undo the order of those known to need nothing urgent)."""
         if self._shutting_down:
             return
         if item in self._deferred:
+            if not promote:
+                return
             self._deferred.discard(item)
             self._queue.append(item)
             self._wake_one()  # workers may wait while the deferred keys are held

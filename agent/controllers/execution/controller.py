@@ -96,7 +96,7 @@ class ExecutionController(WorkController):
             .cluster(self.cluster, on_ready=self._cluster_turned_ready)
             # A change of a member object made by someone else (drift.py, ownership.py).
             .member_objects_of_works(*self._member_objects(), self._member_event)
-            .interpreter_config(sources.interpreter_config, on_change=self._enqueue_every_work)
+            .interpreter_config(sources.interpreter_config, on_change=self._interpreter_changed)
             .uses(sources.interpreter, sources.records)
         )
 
@@ -374,6 +374,12 @@ class ExecutionController(WorkController):
 
     def _cluster_turned_ready(self) -> None:
         self.cluster_wait.ended()
+        self._enqueue_every_work()
+
+    def _interpreter_changed(self) -> None:
+        # What an apply makes of a Work may change with the interpreter's configuration: an
+        # object found in place before is compared again.
+        self.applier.verified.clear()
         self._enqueue_every_work()
 
     def _enqueue_every_work(self) -> None:

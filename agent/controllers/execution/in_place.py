@@ -143,6 +143,9 @@ class Verified:
     def forget(self, name: str) -> None:
         self._found.pop(name, None)
 
+    def clear(self) -> None:
+        self._found.clear()
+
     def __len__(self) -> int:
         return len(self._found)
 

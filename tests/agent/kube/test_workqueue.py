@@ -327,6 +327,29 @@ async def test_held_deferred_keys_wait_until_released_unless_added_again() -> No
     assert await q.get() == "c"
 
 
+async def test_an_add_without_promote_leaves_a_deferred_key_deferred() -> None:
+    """An add for every key (the Cluster turned Ready) queues those not waiting and leaves
+    the deferred ones behind them, held as they were."""
+    q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
+    for key in ("a", "b", "c"):
+        q.add(key)
+    assert q.defer(["a", "b"], held=True) == 2
+    assert await q.get() == "c"
+    q.done("c")
+    for key in ("a", "b", "c", "d"):
+        q.add(key, promote=False)
+    assert q.is_deferred("a")
+    assert q.is_deferred("b")
+    assert len(q) == 4
+    assert [await q.get(), await q.get()] == ["c", "d"]
+    waiting = asyncio.create_task(q.get())
+    await asyncio.sleep(0)
+    assert not waiting.done()  # still held
+    q.release_deferred()
+    assert await waiting == "a"
+    assert await q.get() == "b"
+
+
 async def test_held_deferred_keys_are_drained_on_shutdown() -> None:
     q: WorkQueue[str] = WorkQueue("t", clock=FakeClock())
     q.add("a")

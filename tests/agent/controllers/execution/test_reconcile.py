@@ -472,6 +472,41 @@ async def test_works_waiting_for_the_cluster_are_told_once_per_episode(
     ]
 
 
+async def test_the_cluster_turning_ready_keeps_works_found_in_place_behind() -> None:
+    """After an outage the Works that waited for Ready go first: the Cluster turning Ready
+    queues every Work, but those deferred as applied before (a start's order) stay behind."""
+    f = fakes(None, ready=False, outcome=applied())
+    for i in range(4):
+        obj = work()
+        obj["metadata"]["name"] = f"w{i}"
+        f.works.objects[f"w{i}"] = obj
+        f.controller.queue.add(f"w{i}")
+    f.controller.watches.subscribe()
+    cluster = cast(FakeCluster, f.controller.cluster)
+    queue = f.controller.queue
+    assert queue.defer(["w0", "w1", "w2"], held=True) == 3
+    assert await queue.get() == "w3"
+    assert await f.controller.reconcile("w3") is None  # waits for Ready
+    queue.done("w3")
+
+    cluster.turn_ready()
+    assert [queue.is_deferred(f"w{i}") for i in range(3)] == [True, True, True]
+    assert await queue.get() == "w3"
+
+
+async def test_a_new_interpreter_configuration_compares_works_found_in_place_again() -> None:
+    """What an apply makes of a Work may change with the interpreter's configuration: the
+    start's word that a Work's objects are in place no longer holds."""
+    f = fakes(None, ready=True, outcome=applied())
+    obj = work()
+    f.works.objects[obj["metadata"]["name"]] = obj
+    f.controller.applier.verified.remember(obj, {})
+    assert len(f.controller.applier.verified) == 1
+    f.controller._interpreter_changed()
+    assert len(f.controller.applier.verified) == 0
+    assert len(f.controller.queue) == 1
+
+
 async def test_a_cluster_being_removed_is_told_once_not_per_work(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
