@@ -257,15 +257,12 @@ class Applier:
         a kind with one may look changed)."""
         if not self.ctx.sources.records.applied_as_recorded(work):
             return None
+        resolved = await self.resources_of(work)
+        if resolved is None:
+            return None
         objects = self.ctx.sources.member_objects
         versions: dict[ObjectKey, str] = {}
-        for item in manifests_of(work):
-            if isinstance(item, ManifestError):
-                return None
-            try:
-                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
-            except KubeError:
-                return None
+        for item, info in resolved:
             if not objects.known(info.gvr):
                 return None
             namespace = item.namespace if info.namespaced else ""
@@ -283,6 +280,20 @@ class Applier:
             key = (info.gvr, namespace, item.name)
             versions[key] = str((live.get("metadata") or {}).get("resourceVersion") or "")
         return versions
+
+    async def resources_of(self, work: JsonDict) -> list[tuple[Manifest, ResourceInfo]] | None:
+        """Each manifest of `work` with the member resource it names; None when one is malformed
+        or names a kind the member does not serve (only an apply can tell what of it)."""
+        resolved: list[tuple[Manifest, ResourceInfo]] = []
+        for item in manifests_of(work):
+            if isinstance(item, ManifestError):
+                return None
+            try:
+                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
+            except KubeError:
+                return None
+            resolved.append((item, info))
+        return resolved
 
     def _still_wanted(self, work: JsonDict) -> bool:
         """Whether the Works watch still has this Work, not being deleted: once it says the

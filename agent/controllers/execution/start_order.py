@@ -137,14 +137,11 @@ class StartOrder:
     async def _objects_of(self, work: JsonDict) -> list[ObjectKey] | None:
         """The member objects of `work`, None if one cannot be told without a request (a
         malformed manifest, a kind the member does not serve)."""
+        resolved = await self.applier.resources_of(work)
+        if resolved is None:
+            return None
         out: list[ObjectKey] = []
-        for item in manifests_of(work):
-            if isinstance(item, ManifestError):
-                return None
-            try:
-                info = await self.ctx.member_mapper.resource_for(item.api_version, item.kind)
-            except KubeError:
-                return None
+        for item, info in resolved:
             with contextlib.suppress(KubeError):
                 self.objects.ensure(info.gvr, info.kind)
             out.append((info.gvr, item.namespace if info.namespaced else "", item.name))
