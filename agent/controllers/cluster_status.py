@@ -14,9 +14,10 @@ Every --cluster-status-update-frequency (a periodic job, never overlapping itsel
    heartbeat (once; it then runs on its own), and collect kubernetesVersion, apiEnablements
    (with the CompleteAPIEnablements condition) and, with --enable-cluster-resource-modeling,
    nodeSummary/resourceSummary/allocatableModelings from Node and Pod watches on the member.
-   Until those watches have synced (a LIST of every Pod of a big member takes seconds), the
-   pass publishes the rest at once, the summaries as last published, then waits for the sync
-   (up to --cluster-cache-sync-timeout) and publishes the summaries. Upstream writes nothing
+   Until those watches have synced (a LIST of every Pod of a big member takes seconds), a
+   pass over a Cluster that has summaries published publishes the rest at once, the summaries
+   as they were, then waits for the sync (up to --cluster-cache-sync-timeout) and publishes
+   the summaries; a Cluster without any waits for the sync first. Upstream writes nothing
    until the caches have synced, so after an outage the Cluster would stay not Ready, and
    every Work wait, behind a LIST that has nothing to do with the member's health.
 5. PUT /status only when the status differs from the Cluster just read (conflicts retried), so a
@@ -210,6 +211,11 @@ def trim_pod(pod: JsonDict) -> JsonDict:
         "spec": trimmed_spec,
         "status": {"phase": phase} if phase else {},
     }
+
+
+def _published_summaries(cluster: JsonDict) -> bool:
+    status = cluster.get("status") or {}
+    return bool(status.get("nodeSummary") or status.get("resourceSummary"))
 
 
 def member_summaries(
@@ -559,6 +565,11 @@ class ClusterStatusController:
         summaries: JsonDict | None = None
         if self.options.enable_cluster_resource_modeling:
             summaries = self._summaries(cluster)
+            if summaries is None and not _published_summaries(cluster):
+                # Nothing published yet stands for the member meanwhile, and a Ready Cluster
+                # without resourceSummary reads as one with no room to Karmada's scheduler:
+                # the first status waits for the caches, as upstream's does.
+                summaries = await self._summaries_once_synced(cluster)
         with_summaries = self._summaries_mutation(summaries)
 
         def mutate(status: JsonDict) -> None:

@@ -404,6 +404,49 @@ async def test_ready_goes_out_before_the_member_caches_have_synced(
             await controller.stop()
 
 
+class WatchedHeldCaches(HeldCaches):
+    """HeldCaches that tell when a pass starts waiting for them (`entered`)."""
+
+    entered: asyncio.Event
+
+    async def wait_synced(self, timeout: float) -> bool:
+        self.entered.set()
+        return await super().wait_synced(timeout)
+
+
+def _ready(cluster: dict[str, Any] | None) -> bool:
+    conditions = ((cluster or {}).get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+async def test_a_first_status_waits_for_the_member_caches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Cluster with no summaries published yet is not made Ready without them (Karmada's
+    scheduler would read it as a cluster with no room): the first status waits for the
+    member caches, then goes out whole."""
+    monkeypatch.setattr(HeldCaches, "release", asyncio.Event(), raising=False)
+    monkeypatch.setattr(WatchedHeldCaches, "entered", asyncio.Event(), raising=False)
+    monkeypatch.setattr(cluster_status, "MemberCaches", WatchedHeldCaches)
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        controller = ClusterStatusController(karmada=karmada, member=member, options=options)
+        passing = asyncio.create_task(controller.sync_once())
+        try:
+            await asyncio.wait_for(WatchedHeldCaches.entered.wait(), 10)
+            assert not _ready(await pair.cluster())
+            HeldCaches.release.set()
+            await asyncio.wait_for(passing, 10)
+            after = await pair.cluster()
+            assert after is not None
+            assert _ready(after)
+            assert after["status"]["nodeSummary"]["totalNum"] >= 1
+            assert "allocatable" in after["status"]["resourceSummary"]
+        finally:
+            HeldCaches.release.set()
+            await asyncio.wait_for(passing, 10)
+            await controller.stop()
+
+
 def _pods_summed(cluster: dict[str, Any]) -> int:
     summary = cluster["status"]["resourceSummary"]
     return sum(int((summary.get(k) or {}).get("pods", 0)) for k in ("allocating", "allocated"))
