@@ -15,10 +15,6 @@ class ClusterWait:
         self._log = log
         self._works: set[str] = set()
 
-    @property
-    def waiting(self) -> int:
-        return len(self._works)
-
     def waits(self, work: str) -> None:
         if not self._works:
             self._log.info("member cluster is not Ready; Works wait until it is")
