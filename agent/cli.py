@@ -49,8 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.warning(warning)
 
     try:
-        run = _load_run()
-        result = asyncio.run(run(options))
+        result = asyncio.run(_serve(_load_run(), options))
     except KeyboardInterrupt:
         log.info("interrupted")
         return EXIT_INTERRUPTED
@@ -69,6 +68,14 @@ def _version(extra: Sequence[str]) -> int:
         return EXIT_FAILURE
     print(build_info().render(PROGRAM))
     return EXIT_OK
+
+
+async def _serve(run: RunFunction, options: Options) -> int | None:
+    """The agent's life, its freed memory given back to the system meanwhile."""
+    from agent.heap_release import releasing_free_heap
+
+    async with releasing_free_heap():
+        return await run(options)
 
 
 def _load_run() -> RunFunction:

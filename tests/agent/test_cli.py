@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import types
@@ -12,6 +13,7 @@ import pytest
 import structlog
 
 from agent import cli
+from agent.heap_release import glibc_allocator
 from agent.options import Options
 from agent.version import VERSION
 
@@ -174,3 +176,17 @@ def test_version_matches_pyproject() -> None:
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project.get("version", VERSION) == VERSION
+
+
+def test_the_agent_runs_with_its_free_heap_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The process's freed memory is given back while the agent runs (agent.heap_release),
+    and the job ends with it."""
+    running: list[set[str]] = []
+
+    async def run(options: Options) -> int:
+        running.append({task.get_name() for task in asyncio.all_tasks()})
+        return 0
+
+    install_fake_app(monkeypatch, run)
+    assert cli.main(["--cluster-name=member1", "--leader-elect=false"]) == 0
+    assert ("heap-release" in running[0]) == (glibc_allocator() is not None)
