@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import ctypes.util
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -56,11 +55,10 @@ class Allocator:
 
 def glibc_allocator() -> Allocator | None:
     """glibc's mallinfo2 and malloc_trim(0), or None where the C library lacks them."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return None
     try:
-        libc = ctypes.CDLL(name)
+        # The process's own symbols, libc's among them: find_library needs ldconfig or a
+        # compiler, which a distroless image has neither of.
+        libc = ctypes.CDLL(None)
         trim, mallinfo2 = libc.malloc_trim, libc.mallinfo2  # mallinfo2: glibc 2.33
     except (OSError, AttributeError):
         return None
