@@ -56,6 +56,7 @@ from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
 from agent.kube.tasks import background
 from agent.logs import get_logger
+from agent.sources.record_packing import pack, unpack
 
 log = get_logger(__name__)
 
@@ -112,7 +113,7 @@ def applied_in_full(work: JsonDict) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """One recorded Work: its content hash, whether it was applied in full, and its JSON,
-    zlib-compressed (kept for snapshots)."""
+    packed (agent.sources.record_packing; kept for snapshots)."""
 
     hash: str
     in_full: bool
@@ -121,11 +122,11 @@ class _Entry:
     @classmethod
     def of(cls, work: JsonDict, digest: str) -> _Entry:
         raw = json.dumps(recorded_content(work), separators=(",", ":")).encode()
-        return cls(digest, applied_in_full(work), zlib.compress(raw, 1))
+        return cls(digest, applied_in_full(work), pack(raw))
 
     @property
     def raw(self) -> bytes:
-        return zlib.decompress(self.packed)
+        return unpack(self.packed)
 
 
 def encode_segment(entries: Iterable[tuple[str, bytes | None]]) -> bytes:
