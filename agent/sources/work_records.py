@@ -97,12 +97,13 @@ def recorded_content(work: JsonDict) -> JsonDict:
     return {**{k: v for k, v in work.items() if k != "metadata"}, "metadata": meta}
 
 
-def content_hash(work: JsonDict) -> str:
-    """Changes with the Work's metadata and spec, not with its status."""
+def content_hash(work: JsonDict) -> bytes:
+    """Changes with the Work's metadata and spec, not with its status (16 bytes of a SHA-256,
+    kept for every recorded Work and only compared)."""
     content = recorded_content(work)
     content.pop("status", None)
     encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(encoded).hexdigest()[:32]
+    return hashlib.sha256(encoded).digest()[:16]
 
 
 def applied_in_full(work: JsonDict) -> bool:
@@ -115,12 +116,12 @@ class _Entry:
     """One recorded Work: its content hash, whether it was applied in full, and its JSON,
     packed (agent.sources.record_packing; kept for snapshots)."""
 
-    hash: str
+    hash: bytes
     in_full: bool
     packed: bytes
 
     @classmethod
-    def of(cls, work: JsonDict, digest: str) -> _Entry:
+    def of(cls, work: JsonDict, digest: bytes) -> _Entry:
         raw = json.dumps(recorded_content(work), separators=(",", ":")).encode()
         return cls(digest, applied_in_full(work), pack(raw))
 

@@ -110,3 +110,4 @@ def test_a_typical_work_is_held_in_a_fraction_of_its_json() -> None:
         # zlib alone kept ~45% of the JSON (700-800 of 1,600-1,900 bytes); against the
         # dictionary ~270.
         assert len(entry.packed) <= min(320, len(raw) // 5), (len(entry.packed), len(raw))
+        assert len(entry.hash) == 16
