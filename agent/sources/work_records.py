@@ -56,6 +56,7 @@ from agent.kube.errors import AlreadyExistsError, KubeError, NotFoundError
 from agent.kube.resources import NAMESPACES, SECRETS
 from agent.kube.tasks import background
 from agent.logs import get_logger
+from agent.sources.record_packing import pack, unpack
 
 log = get_logger(__name__)
 
@@ -96,12 +97,13 @@ def recorded_content(work: JsonDict) -> JsonDict:
     return {**{k: v for k, v in work.items() if k != "metadata"}, "metadata": meta}
 
 
-def content_hash(work: JsonDict) -> str:
-    """Changes with the Work's metadata and spec, not with its status."""
+def content_hash(work: JsonDict) -> bytes:
+    """Changes with the Work's metadata and spec, not with its status (16 bytes of a SHA-256,
+    kept for every recorded Work and only compared)."""
     content = recorded_content(work)
     content.pop("status", None)
     encoded = json.dumps(content, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(encoded).hexdigest()[:32]
+    return hashlib.sha256(encoded).digest()[:16]
 
 
 def applied_in_full(work: JsonDict) -> bool:
@@ -112,20 +114,20 @@ def applied_in_full(work: JsonDict) -> bool:
 @dataclass(frozen=True, slots=True)
 class _Entry:
     """One recorded Work: its content hash, whether it was applied in full, and its JSON,
-    zlib-compressed (kept for snapshots)."""
+    packed (agent.sources.record_packing; kept for snapshots)."""
 
-    hash: str
+    hash: bytes
     in_full: bool
     packed: bytes
 
     @classmethod
-    def of(cls, work: JsonDict, digest: str) -> _Entry:
+    def of(cls, work: JsonDict, digest: bytes) -> _Entry:
         raw = json.dumps(recorded_content(work), separators=(",", ":")).encode()
-        return cls(digest, applied_in_full(work), zlib.compress(raw, 1))
+        return cls(digest, applied_in_full(work), pack(raw))
 
     @property
     def raw(self) -> bytes:
-        return zlib.decompress(self.packed)
+        return unpack(self.packed)
 
 
 def encode_segment(entries: Iterable[tuple[str, bytes | None]]) -> bytes:
