@@ -6,10 +6,16 @@ bump `count` and `lastTimestamp` of the Event already written (a merge PATCH) in
 a new one; and, as client-go's event aggregator, once `aggregate_max` different messages were
 seen for the same object, type and reason within the window, further ones become a single
 "(combined from similar events): <latest message>" Event whose count grows. This is client-go's
-event correlator, without its per-object spam filter. At most `max_in_flight` writes
-wait or run at once, `writers` of them sending at a time; beyond that, events are dropped:
-Events are a diagnostic aid, never a reason to slow reconciles. Events dropped or not written
-are logged without a line each: the first at once, then one line a minute with the count. (client-go's
+event correlator, without its per-object spam filter.
+
+A series to write waits in a FIFO queue, once however often it is emitted meanwhile (its write
+then sends the count reached). Up to `writers` writer tasks drain the queue, started when a
+series is queued and ending when it is empty: a waiting write costs a place in the queue, not a
+task (a burst queues thousands, whose tasks, allocated and freed among the caches growing
+meanwhile, left the process's heap fragmented), and an idle agent holds no writer. At most
+`max_in_flight` series wait or are written at once; beyond that, events are dropped: Events are
+a diagnostic aid, never a reason to slow reconciles. Events dropped or not written are logged
+without a line each: the first at once, then one line a minute with the count. (client-go's
 broadcaster drops too, without a word, once 1000 Events wait for its API writer: upstream's
 agent emitted 5.5 Events per Work in a 300-Work burst with its limits lifted and wrote 4.6. A
 write here stands for every occurrence of its series emitted meanwhile, so a burst queues
@@ -19,8 +25,8 @@ The agent gives the emitter a client that spends the control plane's QPS budget
 (--kube-api-qps), as upstream's event client does (Karmada gives the rest config one rate
 limiter, which every client built from it shares), but only its spare tokens
 (`Transport.background`), and each is sent after the other requests in flight: Events never
-delay a status write; after a burst they follow at the budget's rate. Once half of
-`max_in_flight` writes wait, they no longer yield to the others (they would soon be dropped).
+delay a status write; after a burst they follow at the budget's rate. Once more than half of
+`max_in_flight` series wait, they no longer yield to the others (they would soon be dropped).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -84,7 +90,8 @@ class _Series:
     last_timestamp: str = ""
     # The latest message (an aggregate series shows the latest of the similar events).
     message: str = ""
-    task: asyncio.Task[None] | None = field(default=None, repr=False)
+    # In the write queue or being written: a new occurrence only raises `count`.
+    queued: bool = False
 
 
 @dataclass(slots=True)
@@ -141,7 +148,8 @@ class EventEmitter:
         sources: Mapping[str, str] | None = None,
         host: str = "",
         # A 300-Work burst emits about 1,350 Events before the first is written: 1000 (as
-        # client-go's broadcaster queue) dropped 3.5 % of them. A waiting write is a small task.
+        # client-go's broadcaster queue) dropped 3.5 % of them. A waiting write is a place in a
+        # queue.
         max_in_flight: int = 4096,
         writers: int = 2,
         aggregate_window: float = 600.0,
@@ -160,7 +168,7 @@ class EventEmitter:
         self.max_in_flight = max_in_flight
         # Requests at once: client-go's broadcaster writes Events one after another; a couple
         # at a time keeps up with a burst without opening a connection per queued Event.
-        self._writers = asyncio.Semaphore(max(writers, 1))
+        self.writers = max(writers, 1)
         self.aggregate_window = aggregate_window
         self.aggregate_max = aggregate_max
         self._similar: OrderedDict[tuple[tuple[str, ...], str, str], _Similar] = OrderedDict()
@@ -168,7 +176,10 @@ class EventEmitter:
         self._wall_clock = wall_clock
         self._monotonic = monotonic
         self._series: OrderedDict[_Key, _Series] = OrderedDict()
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Series waiting for a writer, in the order they were queued; and the writer tasks.
+        self._queue: deque[_Series] = deque()
+        self._writing = 0
+        self._writer_tasks: set[asyncio.Task[None]] = set()
         self._stopped = False
         self.dropped = 0
         # Namespaces where writing Events was refused, said once each (an install whose RBAC
@@ -187,22 +198,24 @@ class EventEmitter:
             log.exception("event not emitted", reason=reason)
 
     async def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every write started so far has finished; False if `timeout` passed."""
+        """Wait until no series waits or is being written (the writers have ended); False if
+        `timeout` passed."""
         deadline = None if timeout is None else self._monotonic() + timeout
-        while self._tasks:
+        while self._writer_tasks:
             remaining = None if deadline is None else max(deadline - self._monotonic(), 0.0)
-            _, pending = await asyncio.wait(set(self._tasks), timeout=remaining)
+            _, pending = await asyncio.wait(set(self._writer_tasks), timeout=remaining)
             if pending and deadline is not None and self._monotonic() >= deadline:
                 return False
         return True
 
     async def stop(self, timeout: float = 5.0) -> None:
-        """Stop taking events; give writes in flight `timeout` seconds, then cancel them."""
+        """Stop taking events; give the queued writes `timeout` seconds, then cancel them."""
         self._stopped = True
         if not await self.flush(timeout):
-            for task in list(self._tasks):
+            for task in list(self._writer_tasks):
                 task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+            await asyncio.gather(*self._writer_tasks, return_exceptions=True)
+            self._queue.clear()
         self._unwritten.flush()
 
     # --- internals -----------------------------------------------------------------------------
@@ -248,19 +261,28 @@ class EventEmitter:
         self._series.move_to_end(key)
         while len(self._series) > self.cache_size:
             self._series.popitem(last=False)
-        if series.task is None or series.task.done():
-            if len(self._tasks) >= self.max_in_flight:
-                self.dropped += 1
-                self._unwritten.note(
-                    "events dropped: too many event writes in flight",
-                    logging.WARNING,
-                    reason=reason,
-                )
-                return
-            task = background(self._sync(series), name=f"event {series.name}")
-            series.task = task
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        if series.queued:
+            return
+        if self._backlog() >= self.max_in_flight:
+            self.dropped += 1
+            self._unwritten.note(
+                "events dropped: too many event writes in flight",
+                logging.WARNING,
+                reason=reason,
+            )
+            return
+        series.queued = True
+        self._queue.append(series)
+        # A writer that found the queue empty is done at once but leaves the set a loop turn
+        # later: it must not count.
+        if sum(not task.done() for task in self._writer_tasks) < self.writers:
+            task = background(self._drain(), name="event writer")
+            self._writer_tasks.add(task)
+            task.add_done_callback(self._writer_tasks.discard)
+
+    def _backlog(self) -> int:
+        """Series waiting for a writer or being written."""
+        return len(self._queue) + self._writing
 
     def _combine(
         self, involved: tuple[str, ...], type_: str, reason: str, message: str, now: float
@@ -332,15 +354,22 @@ class EventEmitter:
             "reportingInstance": self.host,
         }
 
-    async def _sync(self, series: _Series) -> None:
-        """Bring the server's Event up to `series.count`; one writer per series at a time."""
-        async with self._writers:
-            # Once writes yielding to status writes fell far behind, they go beside them rather
-            # than be dropped at max_in_flight.
-            with yielding_until(lambda: len(self._tasks) > self.max_in_flight // 2):
-                await self._write(series)
+    async def _drain(self) -> None:
+        """One writer: write the queued series, oldest first, until none is left."""
+        # Once writes yielding to status writes fell far behind, they go beside them rather
+        # than be dropped at max_in_flight.
+        with yielding_until(lambda: self._backlog() > self.max_in_flight // 2):
+            while self._queue:
+                series = self._queue.popleft()
+                self._writing += 1
+                try:
+                    await self._write(series)
+                finally:
+                    self._writing -= 1
+                    series.queued = False
 
     async def _write(self, series: _Series) -> None:
+        """Bring the server's Event up to `series.count`, occurrences emitted meanwhile too."""
         attempts = 0
         while series.written != series.count and attempts < 3:
             attempts += 1
