@@ -21,8 +21,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Test processes side by side (pytest-xdist). The suite spends most of its time waiting, not
+# computing, so more workers than cores pay; worksteal keeps them busy to the end.
+TEST_WORKERS ?= 4
+
 unit: $(STAMP)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal
 
 test: lint typecheck image-check unit
 

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+# Registration retries: 1 s, doubling with +-50% jitter, at most 30 s apart.
+REGISTRATION_RETRY_INITIAL = 1.0
 REGISTRATION_RETRY_MAX = 30.0
 # The control plane's reconnect slots: 1 s, doubling with +-50% jitter, at most 10 s apart.
 RECONNECT_INITIAL = 1.0
@@ -249,7 +251,7 @@ class Agent:
     async def _register_until_done(self, member_config: ClientConfig) -> bool:
         assert self.karmada is not None
         assert self.member is not None
-        backoff = Backoff(initial=1.0, cap=REGISTRATION_RETRY_MAX)
+        backoff = Backoff(initial=REGISTRATION_RETRY_INITIAL, cap=REGISTRATION_RETRY_MAX)
         while True:
             try:
                 self.registration = await register(

@@ -276,6 +276,10 @@ class HttpsServer:
             if abort:
                 transport.abort()
             else:
+                # Ends an idle keep-alive connection's wait for its next request now: a TLS
+                # transport is lost only once the peer answers its close_notify, and shutdown
+                # would otherwise wait out its timeout on every such connection.
+                protocol.close()
                 transport.close()
         # Closing the transports cancels their handlers (handler_cancellation).
         await web_server.shutdown(timeout=1.0)

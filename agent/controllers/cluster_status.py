@@ -477,10 +477,14 @@ class ClusterStatusController:
         ready = self.damper.adjust(published, observed_ready_condition(health))
 
         collecting = health.online and health.healthy and ready.get("status") == "True"
+        summaries_left_out = False
         if collecting:
             if (cluster.get("spec") or {}).get("syncMode") == "Pull":
                 await self._ensure_heartbeat()
             mutate = await self._collect(cluster, ready)
+            # Read now, not after the write below: caches that finish syncing while it is on
+            # its way still owe this pass the summaries it left out.
+            summaries_left_out = self._caches_syncing()
         else:
             mutate = self._conditions_only([ready])
         clock = self.skew.condition()
@@ -489,7 +493,7 @@ class ClusterStatusController:
             self._warn_when_skewed(cluster, clock)
 
         cluster = await self._write_status(cluster, mutate)
-        if collecting and self._caches_syncing():
+        if summaries_left_out:
             summaries = await self._summaries_once_synced(cluster)
             if summaries is not None:
                 cluster = await self._write_status(cluster, self._summaries_mutation(summaries))

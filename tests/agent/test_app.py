@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent import app as app_module
 from agent.app import EXIT_FAILURE, EXIT_OK, Agent
 from agent.kube.client import KubeClient
 from agent.kube.leaderelection import LeaderElectionConfig, LeaderElector
@@ -89,11 +90,14 @@ async def test_agent_registers_reports_serves_and_stops(tmp_path: Path) -> None:
 
 
 async def test_registration_goes_on_as_soon_as_the_member_is_back(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The member is down at start until registration's backoff has grown to several seconds:
     once it is back, registration does not wait that out (up to 30 s) to find out."""
     caplog.set_level(logging.INFO)
+    # Retries that start long (6 s at the least, with the jitter): the first one already waits
+    # as long as a backoff grown over several failures would.
+    monkeypatch.setattr(app_module, "REGISTRATION_RETRY_INITIAL", 12.0)
     async with emulator_pair(tmp_path) as pair:
         await pair.member.faults.go_offline()
         agent, task = start(pair.options())

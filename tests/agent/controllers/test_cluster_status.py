@@ -404,6 +404,46 @@ async def test_ready_goes_out_before_the_member_caches_have_synced(
             await controller.stop()
 
 
+async def test_caches_that_sync_during_the_ready_write_still_send_the_summaries_in_that_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The member caches finish syncing while the pass's first write (Ready, the summaries of
+    before) is on its way: the summaries still follow in the same pass, not a period later."""
+    monkeypatch.setattr(HeldCaches, "release", asyncio.Event(), raising=False)
+    monkeypatch.setattr(cluster_status, "MemberCaches", HeldCaches)
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        cluster = await pair.cluster()
+        assert cluster is not None
+        lapsed = {
+            **new_condition("Ready", "Unknown", "ClusterStatusUnknown", "lease lapsed"),
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
+        old_summary = {"totalNum": 99, "readyNum": 98}
+        await karmada.update_status(
+            CLUSTERS, {**cluster, "status": {"conditions": [lapsed], "nodeSummary": old_summary}}
+        )
+        controller = ClusterStatusController(karmada=karmada, member=member, options=options)
+        write = karmada.update_status
+
+        async def caches_sync_meanwhile(*args: Any, **kwargs: Any) -> Any:
+            written = await write(*args, **kwargs)
+            assert controller.caches is not None
+            HeldCaches.release.set()
+            assert await controller.caches.wait_synced(10)
+            return written
+
+        monkeypatch.setattr(karmada, "update_status", caches_sync_meanwhile)
+        try:
+            await asyncio.wait_for(controller.sync_once(), 10)
+            after = await pair.cluster()
+            assert after is not None
+            assert condition(after, "Ready")["status"] == "True"
+            nodes = (await pair.member_get("/api/v1/nodes") or {})["items"]
+            assert after["status"]["nodeSummary"]["totalNum"] == len(nodes)
+        finally:
+            await controller.stop()
+
+
 class WatchedHeldCaches(HeldCaches):
     """HeldCaches that tell when a pass starts waiting for them (`entered`)."""
 

@@ -445,3 +445,28 @@ def test_parse_csr_reports_subject_and_sans() -> None:
     assert info.signature_valid
     bare = parse_csr(build_csr("u")[0])
     assert (bare.organizations, bare.dns_names, bare.ips) == ((), (), ())
+
+
+async def test_an_emulator_makes_its_token_key_only_when_a_token_is_signed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An emulator that never signs a service-account token never pays for an RSA key; one that
+    does makes one key and checks its tokens with it (and no other emulator's)."""
+    from emulator.emulator import run_emulator
+
+    made: list[int] = []
+    generate = rsa.generate_private_key
+
+    def counted(public_exponent: int, key_size: int) -> rsa.RSAPrivateKey:
+        made.append(key_size)
+        return generate(public_exponent=public_exponent, key_size=key_size)
+
+    monkeypatch.setattr(rsa, "generate_private_key", counted)
+    async with run_emulator("member") as first, run_emulator("member") as second:
+        assert made == []
+        token = first.sa_tokens.issue("kube-system", "default", "uid-1", "default-token-x")
+        assert made == [2048]
+        assert first.sa_tokens.verify(token) is not None
+        with pytest.raises(InvalidTokenError):
+            second.sa_tokens.verify(token)
+        assert made == [2048, 2048]

@@ -235,6 +235,18 @@ async def test_patch_each_type(version: str, admin_kubeconfig: Path, ns: str) ->
                         "jsonpath={.spec.replicas} {.metadata.labels.tier} "
                         "{.spec.template.spec.containers[*].image}")  # fmt: skip
     assert images == "2 front nginx:1.27 busybox:1.36"
+
+    # The member's workload simulator writes the status of each new generation (after
+    # workload_ready_delay); kubectl calls a patch "no change" only when the object it read
+    # before is the object the patch returns, so no status write may fall in between.
+    async def status_of_this_generation() -> bool:
+        seen = await k.ok(
+            "get", *target, "-o", "jsonpath={.metadata.generation} {.status.observedGeneration}"
+        )
+        generation, _, observed = seen.partition(" ")
+        return observed == generation
+
+    await polling.eventually(status_of_this_generation, timeout=15, what="the rollout's status")
     noop = await k.ok("patch", *target, "--type=merge", "-p", '{"spec":{"replicas":2}}')
     assert noop.strip() == "deployment.apps/web patched (no change)"
     bad = await k(
