@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import os
+import json
 import platform
+import subprocess
+import sys
 
 import pytest
 
-from agent.heap_release import Allocator, HeapRelease, glibc_allocator, releasing_free_heap
+from agent.heap_release import Allocator, HeapRelease, releasing_free_heap
 from agent.kube.clock import FakeClock
 from tests import polling
 
@@ -62,28 +64,42 @@ async def test_the_check_runs_once_an_interval_while_the_block_runs() -> None:
     assert malloc.released == 1
 
 
-def _rss() -> int:
+# Run in a process of its own: a test process's heap, shaped by every test before, decides
+# where the buffers land and what the C library does with them when they are freed.
+_FREED_INSIDE_THE_HEAP = """
+import json, os
+from agent.heap_release import HeapRelease, glibc_allocator
+
+def rss():
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+allocator = glibc_allocator()
+assert allocator is not None
+heap = HeapRelease(allocator, threshold=32 << 20)
+# 64 MiB of 4 KB buffers (malloc's heap, not CPython's small-object arenas, nor an mmap of
+# their own); one in sixteen kept, so that the freed ones never reach the top of the heap.
+buffers = [bytearray(4000) for _ in range(16 * 1024)]
+kept = buffers[::16]
+allocated = rss()
+del buffers
+freed = rss()
+heap.check()
+print(json.dumps({"allocated": allocated, "freed": freed, "released": rss(),
+                  "releases": heap.releases, "kept": len(kept)}))
+"""
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's malloc_trim only")
 def test_memory_freed_inside_the_heap_stays_resident_until_released() -> None:
     """What the release is for: glibc keeps pages freed in the middle of its heap, and counts
     them as free, which is what tells the agent to release."""
-    allocator = glibc_allocator()
-    assert allocator is not None
-    heap = HeapRelease(allocator, threshold=32 * MIB)
-    # 64 MiB of 4 KB buffers (malloc's heap, not CPython's small-object arenas, nor an mmap of
-    # their own); one in sixteen kept, so that the freed ones never reach the top of the heap.
-    buffers = [bytearray(4000) for _ in range(16 * 1024)]
-    kept = buffers[::16]
-    allocated = _rss()
-    del buffers
-    freed = _rss()
-    heap.check()
-    released = _rss()
-    assert allocated - freed < 8 * MIB, "glibc gave the freed pages back by itself"
-    assert heap.releases == 1
-    assert freed - released > 32 * MIB
-    assert len(kept) == 1024
+    run = subprocess.run(
+        [sys.executable, "-c", _FREED_INSIDE_THE_HEAP],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    rss = json.loads(run.stdout)
+    assert rss["allocated"] - rss["freed"] < 8 * MIB, "glibc gave the freed pages back by itself"
+    assert rss["releases"] == 1
+    assert rss["freed"] - rss["released"] > 32 * MIB
+    assert rss["kept"] == 1024

@@ -483,6 +483,9 @@ async def test_beyond_the_stream_cap_a_request_is_told_so_and_counted(
         config = member_kubeconfig(
             tmp_path / "tunnel.kubeconfig", bed.publication, token=member_emulator.admin_token
         )
+        # kubectl as an operator's usually is: with the cluster's discovery cached (a refused
+        # discovery request shows kubectl's own words, not the server's).
+        await kubectl(config, "get", "namespaces")
         async with (
             control_plane_client(bed.publication, token=member_emulator.admin_token) as one,
             control_plane_client(bed.publication, token=member_emulator.admin_token) as two,

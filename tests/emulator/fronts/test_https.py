@@ -328,6 +328,8 @@ async def test_http2_stop_ends_watches_then_sends_goaway(
     try:
         watch = await client.request("GET", api.watch_path())
         await eventually(lambda: api.watchers() == 1)
+        # The watch's response begun: the core holds the watcher before its headers are sent.
+        await client.read_until(lambda: client.streams[watch].status is not None)
         await srv.stop()
         await client.read_until(lambda: client.goaway is not None)
         assert client.goaway is not None
