@@ -17,5 +17,6 @@ from bench.chaos import Scale, failures, run
 async def test_chaos_scenario_at_a_small_size(tmp_path: Path) -> None:
     result = await run(Scale.ci(), tmp_path)
     print(json.dumps(result, indent=2))
-    assert result["works_applied_at_kill"] < result["works"]  # the kill came mid-burst
+    # The kill came mid-burst: the half created before it applied, none of the rest.
+    assert result["works_applied_at_kill"] == result["works"] // 2
     assert failures(result) == []
