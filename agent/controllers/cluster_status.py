@@ -483,8 +483,9 @@ class ClusterStatusController:
                 await self._ensure_heartbeat()
             mutate = await self._collect(cluster, ready)
             # Read now, not after the write below: caches that finish syncing while it is on
-            # its way still owe this pass the summaries it left out.
-            summaries_left_out = self._caches_syncing()
+            # its way still owe this pass the summaries it left out. (Without summaries
+            # published, _collect has waited for the caches already.)
+            summaries_left_out = self._caches_syncing() and _published_summaries(cluster)
         else:
             mutate = self._conditions_only([ready])
         clock = self.skew.condition()

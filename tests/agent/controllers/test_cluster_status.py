@@ -487,6 +487,39 @@ async def test_a_first_status_waits_for_the_member_caches(
             await controller.stop()
 
 
+class NeverSyncedCaches(MemberCaches):
+    """Member caches that never sync (a Pod LIST that never ends); each wait counted."""
+
+    waits = 0
+
+    @property
+    def synced(self) -> bool:
+        return False
+
+    async def wait_synced(self, timeout: float) -> bool:
+        NeverSyncedCaches.waits += 1
+        return False
+
+
+async def test_a_first_status_whose_caches_never_sync_waits_for_them_once_per_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing published and the member caches not synced within the timeout: the pass writes
+    the status without summaries after one wait, not a second one after the write."""
+    monkeypatch.setattr(NeverSyncedCaches, "waits", 0)
+    monkeypatch.setattr(cluster_status, "MemberCaches", NeverSyncedCaches)
+    async with registered_cluster(tmp_path) as (pair, karmada, member, options):
+        controller = ClusterStatusController(karmada=karmada, member=member, options=options)
+        try:
+            await asyncio.wait_for(controller.sync_once(), 10)
+            assert NeverSyncedCaches.waits == 1
+            after = await pair.cluster()
+            assert _ready(after)
+            assert "resourceSummary" not in after["status"]
+        finally:
+            await controller.stop()
+
+
 def _pods_summed(cluster: dict[str, Any]) -> int:
     summary = cluster["status"]["resourceSummary"]
     return sum(int((summary.get(k) or {}).get("pods", 0)) for k in ("allocating", "allocated"))
